@@ -1,0 +1,29 @@
+"""Profiles: the scale at which chapters run (``SCANSNAP_PROFILE``).
+
+* ``smoke``: seconds per chapter (the test suite);
+* ``book``: the default, what the published site shows (the whole book builds on 2 cores in CI time);
+* ``paper``: the paper's full scale.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+from scansnap._checks import check_choice
+
+__all__ = ["PROFILES", "current", "pick"]
+
+PROFILES = ("smoke", "book", "paper")
+V = TypeVar("V")
+
+
+def current() -> str:
+    """The active profile: ``$SCANSNAP_PROFILE`` or ``"book"``."""
+    return check_choice("SCANSNAP_PROFILE", os.environ.get("SCANSNAP_PROFILE", "book"), PROFILES)
+
+
+def pick(smoke: V, book: V, paper: V, profile: str | None = None) -> V:
+    """The value for ``profile`` (default: :func:`current`)."""
+    profile = current() if profile is None else check_choice("profile", profile, PROFILES)
+    return {"smoke": smoke, "book": book, "paper": paper}[profile]

@@ -1,0 +1,33 @@
+"""Which code made a result: the scansnap version and the git commit of the working tree."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+__all__ = ["describe", "git_commit"]
+
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def git_commit(root: Path = _ROOT) -> str:
+    """The commit hash of ``root``'s checkout, with ``+dirty`` if tracked files changed; ``"unknown"``
+    outside a git checkout (e.g. an installed wheel)."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True, timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def describe() -> str:
+    """One line for a chapter's first output: ``scansnap <version>, commit <hash>``."""
+    from scansnap import __version__
+
+    return f"scansnap {__version__}, commit {git_commit()}"

@@ -1,0 +1,265 @@
+"""Training the Y/Z model: separate learning rates ``eta_Y``, ``eta_Z`` per configuration, SGD with
+momentum or Adam, sampled sequences of length ``T`` or the long-sequence limit (Lemma 2).
+
+All ``C`` configurations train in one stacked model. Configurations with the same seed share that
+seed's initialization and mini-batches, so a configuration trained in a stack gives the same
+numbers as the same configuration trained alone. Each seed owns one ``torch.Generator``: it first
+draws the initial ``(Y, Z)`` (for ``init="uniform"``), then the batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_tensor
+from scansnap.data import SequenceClasses
+from scansnap.model import INITS, YZModel, cross_entropy, init_params, token_counts
+
+__all__ = ["OPTIMIZERS", "Adam", "History", "MomentumSGD", "log_steps", "train"]
+
+OPTIMIZERS = ("sgd", "adam")
+LIMITS = ("sampled", "population")
+
+
+class MomentumSGD:
+    """SGD with heavy-ball momentum and one learning rate per configuration (torch.optim.SGD's rule).
+
+    ``buf <- grad`` on the first step, then ``buf <- momentum * buf + grad``; ``p <- p - lr * buf``.
+
+    Args:
+        params: tensors of shape ``(C, ...)``.
+        lrs: one ``(C,)`` learning-rate tensor per parameter.
+        momentum: in ``[0, 1)``.
+    """
+
+    def __init__(self, params: Sequence[torch.Tensor], lrs: Sequence[torch.Tensor], momentum: float = 0.9):
+        self.params = list(params)
+        self.lrs = [_per_config(lr, p) for lr, p in zip(lrs, self.params)]
+        self.momentum = check_fraction("momentum", momentum)
+        self.bufs: list[torch.Tensor | None] = [None] * len(self.params)
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Apply one update from each parameter's ``.grad``."""
+        for i, (p, lr) in enumerate(zip(self.params, self.lrs)):
+            buf = self.bufs[i]
+            buf = p.grad.clone() if buf is None else buf.mul_(self.momentum).add_(p.grad)
+            self.bufs[i] = buf
+            p.sub_(lr * buf)
+
+
+class Adam:
+    """Adam with one learning rate per configuration (torch.optim.Adam's rule, no weight decay).
+
+    Args:
+        params: tensors of shape ``(C, ...)``.
+        lrs: one ``(C,)`` learning-rate tensor per parameter.
+        betas: decay rates, each in ``[0, 1)``.
+        eps: added to the denominator, > 0.
+    """
+
+    def __init__(
+        self,
+        params: Sequence[torch.Tensor],
+        lrs: Sequence[torch.Tensor],
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
+        self.params = list(params)
+        self.lrs = [_per_config(lr, p) for lr, p in zip(lrs, self.params)]
+        self.b1 = check_fraction("betas[0]", betas[0])
+        self.b2 = check_fraction("betas[1]", betas[1])
+        self.eps = check_positive("eps", eps)
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+        self.t = 0
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """Apply one update from each parameter's ``.grad``."""
+        self.t += 1
+        bc1 = 1 - self.b1**self.t
+        bc2_sqrt = (1 - self.b2**self.t) ** 0.5
+        for p, lr, m, v in zip(self.params, self.lrs, self.m, self.v):
+            m.mul_(self.b1).add_(p.grad, alpha=1 - self.b1)
+            v.mul_(self.b2).addcmul_(p.grad, p.grad, value=1 - self.b2)
+            p.sub_((lr / bc1) * m / (v.sqrt() / bc2_sqrt + self.eps))
+
+
+def _per_config(lr: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    check_tensor("lr", lr, shape=(p.shape[0],), floating=True)
+    if not (lr > 0).all():
+        raise ValueError(f"lr: every learning rate must be > 0; got {lr.tolist()}")
+    return lr.to(p.dtype).reshape(-1, *([1] * (p.ndim - 1)))
+
+
+def log_steps(steps: int, num: int = 20) -> list[int]:
+    """About ``num`` log-spaced snapshot steps in ``[0, steps]``, always including 0, 1 and ``steps``."""
+    check_int("steps", steps, low=0)
+    check_int("num", num, low=2)
+    grid = np.unique(np.round(np.geomspace(1, max(steps, 1), num)).astype(int))
+    return sorted({0, *grid.tolist(), steps} - ({1} if steps == 0 else set()))
+
+
+@dataclass
+class History:
+    """What :func:`train` returns.
+
+    Attributes:
+        steps: snapshot steps (number of updates made before the snapshot), ``(S,)``.
+        loss: ``(C, steps)``, the training loss at every step (before that step's update); in the
+            population limit the exact expected loss.
+        attention: ``(S, C, K, M)``, Lemma 2's ``f_n = c_n / 1^T c_n`` of every class at each snapshot.
+        eta_Y, eta_Z: ``(C,)`` learning rates; seeds: ``(C,)`` long.
+        Y, Z: ``(C, M, M)`` final parameters.
+        settings: every other argument of :func:`train`.
+    """
+
+    steps: torch.Tensor
+    loss: torch.Tensor
+    attention: torch.Tensor
+    eta_Y: torch.Tensor
+    eta_Z: torch.Tensor
+    seeds: torch.Tensor
+    Y: torch.Tensor
+    Z: torch.Tensor
+    settings: dict = field(default_factory=dict)
+
+    def at(self, step: int) -> torch.Tensor:
+        """Attention snapshot ``(C, K, M)`` at ``step`` (must be one of ``self.steps``)."""
+        hits = torch.nonzero(self.steps == step).flatten()
+        if len(hits) == 0:
+            raise ValueError(f"step: must be one of the snapshot steps {self.steps.tolist()}; got {step}")
+        return self.attention[hits[0]]
+
+
+def train(
+    classes: SequenceClasses,
+    eta_Y: float | Sequence[float] | torch.Tensor,
+    eta_Z: float | Sequence[float] | torch.Tensor,
+    *,
+    steps: int = 100,
+    batch: int = 128,
+    T: int = 128,
+    optimizer: str = "sgd",
+    momentum: float = 0.9,
+    betas: tuple[float, float] = (0.9, 0.999),
+    init: str = "zero",
+    seed: int | Sequence[int] | torch.Tensor = 0,
+    limit: str = "sampled",
+    snapshot_steps: Sequence[int] | None = None,
+    dtype: torch.dtype = torch.float64,
+    callback: Callable[[int], None] | None = None,
+) -> History:
+    """Train ``C`` configurations of :class:`~scansnap.model.YZModel` at once (paper Sec. 8 protocol).
+
+    Args:
+        classes: the data (:class:`~scansnap.data.SequenceClasses`).
+        eta_Y, eta_Z: learning rates of ``Y`` and ``Z``, scalars or length-``C`` vectors, > 0.
+        steps: number of updates (>= 1).
+        batch, T: mini-batch size (>= 1) and sequence length (>= 2) for ``limit="sampled"``.
+        optimizer: ``"sgd"`` (with ``momentum`` in [0, 1)) or ``"adam"`` (with ``betas``).
+        init: ``"zero"`` or ``"uniform"``.
+        seed: one seed, or one per configuration (``(C,)``); same seed, same init and batches.
+        limit: ``"sampled"`` (sequences of length ``T``) or ``"population"`` (Lemma 2's
+            ``T -> inf`` limit with every class weighted ``1/K``: no sampling noise).
+        snapshot_steps: steps at which to record the attention (default :func:`log_steps`).
+        dtype: parameter dtype.
+        callback: called with the step index after each update (e.g. a progress bar).
+
+    Returns:
+        :class:`History`.
+    """
+    check_int("steps", steps, low=1)
+    check_int("batch", batch, low=1)
+    check_int("T", T, low=2)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_choice("init", init, INITS)
+    check_choice("limit", limit, LIMITS)
+    eta_Y, eta_Z, seeds = _broadcast_configs(eta_Y, eta_Z, seed)
+    snaps = sorted(set(log_steps(steps) if snapshot_steps is None else snapshot_steps))
+    for s in snaps:
+        check_int("snapshot_steps", s, low=0, high=steps)
+
+    unique_seeds, seed_index = torch.unique(seeds, return_inverse=True)
+    gens = [torch.Generator().manual_seed(int(s)) for s in unique_seeds]
+    inits = [init_params(classes.M, init, g, dtype) for g in gens]
+    model = YZModel.from_params(
+        torch.stack([inits[i][0] for i in seed_index]), torch.stack([inits[i][1] for i in seed_index])
+    )
+    if optimizer == "sgd":
+        opt = MomentumSGD([model.Y, model.Z], [eta_Y, eta_Z], momentum=momentum)
+    else:
+        opt = Adam([model.Y, model.Z], [eta_Y, eta_Z], betas=betas)
+
+    losses = torch.empty(len(seeds), steps, dtype=dtype)
+    attention = []
+    for t in range(steps + 1):
+        if t in snaps:
+            with torch.no_grad():
+                attention.append(classes.population(model.Z.detach()))
+        if t == steps:
+            break
+        query, weights, target = _inputs(classes, limit, gens, seed_index, batch, T)
+        loss = cross_entropy(model.decode(model.attended(query, weights)), target)
+        model.zero_grad(set_to_none=False)
+        loss.sum().backward()
+        opt.step()
+        losses[:, t] = loss.detach()
+        if callback is not None:
+            callback(t)
+
+    settings = dict(
+        steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=tuple(betas),
+        init=init, limit=limit, dtype=str(dtype).replace("torch.", ""),
+    )
+    return History(
+        steps=torch.tensor(snaps), loss=losses, attention=torch.stack(attention),
+        eta_Y=eta_Y, eta_Z=eta_Z, seeds=seeds,
+        Y=model.Y.detach().clone(), Z=model.Z.detach().clone(), settings=settings,
+    )
+
+
+def _inputs(
+    classes: SequenceClasses,
+    limit: str,
+    gens: list[torch.Generator],
+    seed_index: torch.Tensor,
+    batch: int,
+    T: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One step's ``(query (C, B), weights (C, B, M), target (C, B))``; B = K in the population limit."""
+    C = len(seed_index)
+    if limit == "population":
+        K = classes.K
+        return classes.query.expand(C, K), classes.probs.expand(C, K, classes.M), classes.next.expand(C, K)
+    drawn = [classes.sample(batch, T, g) for g in gens]
+    x = torch.stack([d[0] for d in drawn])  # (S, B, T), one batch per distinct seed
+    n = torch.stack([d[1] for d in drawn])  # (S, B)
+    counts = token_counts(x[..., :-1], classes.M)  # (S, B, M)
+    return x[seed_index, :, -1], counts[seed_index], classes.next[n[seed_index]]
+
+
+def _broadcast_configs(
+    eta_Y: float | Sequence[float] | torch.Tensor,
+    eta_Z: float | Sequence[float] | torch.Tensor,
+    seed: int | Sequence[int] | torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Broadcast learning rates and seeds to a common length ``C``."""
+    eY = torch.atleast_1d(torch.as_tensor(eta_Y, dtype=torch.float64))
+    eZ = torch.atleast_1d(torch.as_tensor(eta_Z, dtype=torch.float64))
+    sd = torch.atleast_1d(torch.as_tensor(seed))
+    for name, v in (("eta_Y", eY), ("eta_Z", eZ)):
+        if v.ndim != 1 or not torch.isfinite(v).all() or not (v > 0).all():
+            raise ValueError(f"{name}: must be a finite learning rate > 0 (scalar or 1-D); got {v.tolist()}")
+    if sd.ndim != 1 or sd.is_floating_point() or (sd < 0).any():
+        raise ValueError(f"seed: must be an integer >= 0 or a 1-D sequence of them; got {sd.tolist()}")
+    C = max(len(eY), len(eZ), len(sd))
+    for name, v in (("eta_Y", eY), ("eta_Z", eZ), ("seed", sd)):
+        if len(v) not in (1, C):
+            raise ValueError(f"{name}: length must be 1 or C={C} (the number of configurations); got {len(v)}")
+    return eY.expand(C).clone(), eZ.expand(C).clone(), sd.long().expand(C).clone()
