@@ -33,7 +33,7 @@ def check_positive(name: str, value: object) -> float:
 
 def check_fraction(name: str, value: object, *, closed_high: bool = False) -> float:
     """Require a real number in ``[0, 1)`` (or ``[0, 1]`` with ``closed_high``)."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and 0 <= value
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and value >= 0
     ok = ok and (value <= 1 if closed_high else value < 1)
     if not ok:
         raise ValueError(f"{name}: must be in [0, 1{']' if closed_high else ')'}; got {value!r}")
@@ -78,9 +78,9 @@ def check_tensor(
 
 def _shape_ok(got: tuple[int, ...], want: tuple[object, ...]) -> bool:
     if want and want[0] is Ellipsis:
-        tail = want[1:]
-        return len(got) >= len(tail) and all(w == -1 or g == w for g, w in zip(got[len(got) - len(tail):], tail))
-    return len(got) == len(want) and all(w == -1 or g == w for g, w in zip(got, want))
+        want = want[1:]
+        got = got[len(got) - len(want):] if len(got) >= len(want) else (-2,) * (len(want) + 1)
+    return len(got) == len(want) and all(w == -1 or g == w for g, w in zip(got, want, strict=True))
 
 
 def _range(low: int | None, high: int | None) -> str:

@@ -69,7 +69,7 @@ class SequenceClasses:
 
     def __post_init__(self) -> None:
         check_int("M", self.M, low=2)
-        K = int(self.query.shape[0]) if self.query.ndim == 1 else -1
+        K = int(self.query.shape[0]) if isinstance(self.query, torch.Tensor) and self.query.ndim == 1 else -1
         check_tensor("query", self.query, shape=(K,), dtype=torch.long, low=0, high=self.M - 1)
         check_tensor("next", self.next, shape=(K,), dtype=torch.long, low=0, high=self.M - 1)
         check_tensor("probs", self.probs, shape=(K, self.M), floating=True, low=0.0)

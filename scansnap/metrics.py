@@ -12,7 +12,7 @@ import torch
 from scansnap._checks import check_tensor
 from scansnap.data import SequenceClasses
 
-__all__ = ["attention_entropy", "distinct_attention"]
+__all__ = ["attention_entropy", "distinct_attention", "token_mass"]
 
 
 def distinct_attention(f: torch.Tensor, classes: SequenceClasses) -> torch.Tensor:
@@ -45,3 +45,21 @@ def attention_entropy(f: torch.Tensor, classes: SequenceClasses, per_class: bool
     p = distinct_attention(f, classes)
     h = -torch.xlogy(p, p).sum(dim=-1)
     return h if per_class else h.mean(dim=-1)
+
+
+def token_mass(f: torch.Tensor, classes: SequenceClasses) -> dict[str, torch.Tensor]:
+    """Attention mass of each class on its common and on its distinct tokens.
+
+    Args:
+        f: ``(..., K, M)`` attention distributions ``f_n``.
+
+    Returns:
+        ``{"common": (..., K), "distinct": (..., K)}``: ``sum_{l in G_CT} f_nl`` and ``sum_{l in G_DT(n)} f_nl``.
+    """
+    check_tensor("f", f, shape=(..., classes.K, classes.M), floating=True, low=0.0)
+    common = torch.zeros(classes.M, dtype=torch.bool)
+    common[classes.common()] = True
+    return {
+        "common": (f * common.to(f.dtype)).sum(dim=-1),
+        "distinct": (f * classes.distinct_mask().to(f.dtype)).sum(dim=-1),
+    }

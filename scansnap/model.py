@@ -46,6 +46,7 @@ def init_params(
 
 def token_counts(ctx: torch.Tensor, M: int) -> torch.Tensor:
     """Per-sequence token histogram ``1^T X``: ``ctx`` ``(..., L)`` long -> ``(..., M)`` float64 counts."""
+    check_tensor("ctx", ctx, dtype=torch.long, low=0, high=M - 1)
     counts = torch.zeros(*ctx.shape[:-1], M, dtype=torch.float64)
     return counts.scatter_add_(-1, ctx, torch.ones(ctx.shape, dtype=torch.float64))
 
@@ -149,7 +150,20 @@ class YZModel(nn.Module):
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Per-configuration mean cross-entropy ``-J``: logits ``(C, B, M)``, target ids ``(B,)`` or ``(C, B)`` -> ``(C,)``."""
+    """Per-configuration mean cross-entropy (the loss ``-J``, batch mean).
+
+    Args:
+        logits: ``(C, B, M)``.
+        target: ``(B,)`` or ``(C, B)`` long vocabulary ids of the next tokens.
+
+    Returns:
+        ``(C,)``.
+    """
+    check_tensor("logits", logits, shape=(-1, -1, -1), floating=True)
+    check_tensor("target", target, dtype=torch.long, low=0, high=logits.shape[-1] - 1)
+    if target.shape not in (logits.shape[1:2], logits.shape[:2]):
+        raise ValueError(f"target: must have shape (B,) or (C, B) = {tuple(logits.shape[:2])}; "
+                         f"got {tuple(target.shape)}")
     logp = torch.log_softmax(logits, dim=-1)
     target = target.expand(logits.shape[:-1])
     return -logp.gather(-1, target[..., None]).squeeze(-1).mean(dim=-1)

@@ -7,8 +7,9 @@ from __future__ import annotations
 import torch
 
 from scansnap._checks import check_int, check_tensor
+from scansnap.model import YZModel, cross_entropy
 
-__all__ = ["lemma1_gradients"]
+__all__ = ["autograd_gradients", "lemma1_gradients"]
 
 
 def lemma1_gradients(
@@ -67,3 +68,16 @@ def lemma1_gradients(
     rows = torch.einsum("bl,blk,bkj->bj", g, P, XbX) / norm  # (B, M)
     dZ = torch.zeros(M, M, dtype=Y.dtype).index_add_(0, m, rows) / B
     return dY, dZ
+
+
+def autograd_gradients(
+    Y: torch.Tensor, Z: torch.Tensor, x: torch.Tensor, target: int | torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(dJ/dY, dJ/dZ)`` by torch autograd through :class:`~scansnap.model.YZModel`: the reference
+    that Lemma 1's closed form (:func:`lemma1_gradients`) is checked against. Same arguments."""
+    x = x[None] if x.ndim == 1 else x
+    n = target if isinstance(target, torch.Tensor) else torch.full((x.shape[0],), int(target))
+    model = YZModel.from_params(Y[None], Z[None])
+    logits, _ = model(x)
+    cross_entropy(logits, n.reshape(-1)).sum().backward()
+    return -model.Y.grad[0], -model.Z.grad[0]

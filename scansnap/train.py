@@ -38,14 +38,14 @@ class MomentumSGD:
 
     def __init__(self, params: Sequence[torch.Tensor], lrs: Sequence[torch.Tensor], momentum: float = 0.9):
         self.params = list(params)
-        self.lrs = [_per_config(lr, p) for lr, p in zip(lrs, self.params)]
+        self.lrs = _per_param(lrs, self.params)
         self.momentum = check_fraction("momentum", momentum)
         self.bufs: list[torch.Tensor | None] = [None] * len(self.params)
 
     @torch.no_grad()
     def step(self) -> None:
         """Apply one update from each parameter's ``.grad``."""
-        for i, (p, lr) in enumerate(zip(self.params, self.lrs)):
+        for i, (p, lr) in enumerate(zip(self.params, self.lrs, strict=True)):
             buf = self.bufs[i]
             buf = p.grad.clone() if buf is None else buf.mul_(self.momentum).add_(p.grad)
             self.bufs[i] = buf
@@ -70,7 +70,7 @@ class Adam:
         eps: float = 1e-8,
     ):
         self.params = list(params)
-        self.lrs = [_per_config(lr, p) for lr, p in zip(lrs, self.params)]
+        self.lrs = _per_param(lrs, self.params)
         self.b1 = check_fraction("betas[0]", betas[0])
         self.b2 = check_fraction("betas[1]", betas[1])
         self.eps = check_positive("eps", eps)
@@ -84,10 +84,17 @@ class Adam:
         self.t += 1
         bc1 = 1 - self.b1**self.t
         bc2_sqrt = (1 - self.b2**self.t) ** 0.5
-        for p, lr, m, v in zip(self.params, self.lrs, self.m, self.v):
+        for p, lr, m, v in zip(self.params, self.lrs, self.m, self.v, strict=True):
             m.mul_(self.b1).add_(p.grad, alpha=1 - self.b1)
             v.mul_(self.b2).addcmul_(p.grad, p.grad, value=1 - self.b2)
             p.sub_((lr / bc1) * m / (v.sqrt() / bc2_sqrt + self.eps))
+
+
+def _per_param(lrs: Sequence[torch.Tensor], params: list[torch.Tensor]) -> list[torch.Tensor]:
+    lrs = list(lrs)
+    if len(lrs) != len(params):
+        raise ValueError(f"lrs: need one learning-rate tensor per parameter ({len(params)}); got {len(lrs)}")
+    return [_per_config(lr, p) for lr, p in zip(lrs, params, strict=True)]
 
 
 def _per_config(lr: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
@@ -182,6 +189,8 @@ def train(
     check_choice("limit", limit, LIMITS)
     eta_Y, eta_Z, seeds = _broadcast_configs(eta_Y, eta_Z, seed)
     snaps = sorted(set(log_steps(steps) if snapshot_steps is None else snapshot_steps))
+    if not snaps:
+        raise ValueError("snapshot_steps: must hold at least one step in [0, steps]; got none")
     for s in snaps:
         check_int("snapshot_steps", s, low=0, high=steps)
 

@@ -1,0 +1,61 @@
+"""The book: every chapter is in the table of contents, follows the chapter template, and executes
+top to bottom in the ``smoke`` profile (the strict ``book``-profile build runs in CI)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.md"))
+
+
+def _toc_files() -> set[str]:
+    return set(re.findall(r"file:\s*(\S+)", (ROOT / "_toc.yml").read_text()) +
+               re.findall(r"root:\s*(\S+)", (ROOT / "_toc.yml").read_text()))
+
+
+def test_there_are_chapters() -> None:
+    assert CHAPTERS, "book/chapters/ holds no chapter"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_is_in_toc(chapter: Path) -> None:
+    assert str(chapter.relative_to(ROOT).with_suffix("")) in _toc_files()
+
+
+def test_toc_pages_exist() -> None:
+    for page in _toc_files():
+        assert (ROOT / f"{page}.md").exists(), f"_toc.yml lists {page}, which does not exist"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_template(chapter: Path) -> None:
+    """A parameters cell, a labelled statement, an assert in a sympy cell, provenance first."""
+    nb = jupytext.read(chapter)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert "scansnap.provenance" in code[0].source, "the first cell must print version and commit"
+    assert any("parameters" in c.metadata.get("tags", []) for c in code), "no cell tagged parameters"
+    text = chapter.read_text()
+    assert re.search(r"```\{prf:(lemma|theorem|corollary)\}.*\n:label: \S+", text), "no labelled statement"
+    assert any("sympy" in c.source or "sp." in c.source for c in code), "no sympy derivation"
+    assert any(re.search(r"^assert ", c.source, re.M) for c in code), "no assert"
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SCANSNAP_PROFILE", "smoke")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = jupytext.read(chapter)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.output_type == "error"]
+    first = "".join(o.get("text", "") for o in nb.cells[[c.cell_type for c in nb.cells].index("code")].outputs)
+    assert re.match(r"scansnap \S+, commit \S+", first), first
+    assert "profile smoke" in "".join(o.get("text", "") for o in outputs)
+    assert os.environ["SCANSNAP_PROFILE"] == "smoke"
