@@ -1,0 +1,93 @@
+# scansnap: the book and its library. `make help` lists the targets.
+# On a fresh machine the only requirement is python3 >= 3.10 with venv: every target sets up .venv.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# Tools and notebook kernels run from the venv, activated or not.
+export PATH := $(abspath $(BIN)):$(PATH)
+
+# pip on these machines prints one harmless warning per package for each absent local index;
+# only those lines are dropped (pip's own exit status is kept by pipefail).
+PIP_NOISE := is ignored: it is neither a file nor a directory
+PIP_FILTER := { grep -v -- '$(PIP_NOISE)' || true; }
+
+# SCANSNAP_PROFILE picks the scale of the chapters: smoke | book (default) | paper.
+# Each profile has its own build folder and execution cache, so a page executed under one
+# profile is never served from the cache under another.
+SCANSNAP_PROFILE ?= book
+export SCANSNAP_PROFILE
+ifeq ($(filter $(SCANSNAP_PROFILE),smoke book paper),)
+$(error SCANSNAP_PROFILE must be one of smoke, book, paper (got '$(SCANSNAP_PROFILE)'))
+endif
+ifeq ($(SCANSNAP_PROFILE),book)
+BOOK_OUT := .
+else
+BOOK_OUT := _build/$(SCANSNAP_PROFILE)
+endif
+BUILD := $(BOOK_OUT)/_build
+HTML := $(BUILD)/html
+FIGURES := _extra/figures
+
+.PHONY: help venv book smoke test lint bench clean clean-cache
+
+help:
+	@echo "make book         build the book strictly (-W -n --keep-going) into $(HTML) and check it"
+	@echo "make test         run the test suite (pytest)"
+	@echo "make smoke        build the book with SCANSNAP_PROFILE=smoke (fast, small experiments)"
+	@echo "make lint         ruff check"
+	@echo "make bench        run benchmarks/bench_train.py"
+	@echo "make clean        remove built pages, keep the execution cache"
+	@echo "make clean-cache  remove the execution cache, the built pages and $(FIGURES)"
+	@echo "make venv         create .venv and install requirements.txt (done by the targets above)"
+	@echo "SCANSNAP_PROFILE=smoke|book|paper picks the scale (now: $(SCANSNAP_PROFILE))"
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "scansnap needs python3 >= 3.10 (found " + sys.version.split()[0] + ")")'
+	@test -x $(BIN)/python || { echo "creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
+	$(BIN)/python -m pip install -r requirements.txt 2>&1 | $(PIP_FILTER)
+	@touch $@
+
+# MPLBACKEND is unset for the build: with a non-inline backend (e.g. Agg) a glued figure silently
+# becomes the text "<Figure size ...>" and -W does not notice (.ci/check_build.py does).
+# The execution cache does not keep the files a page writes (figures under $(FIGURES)):
+# if they are gone while the cache is warm, the cache is dropped so the pages re-run.
+book: venv
+	@if [ -d $(BUILD)/.jupyter_cache ] && [ ! -d $(FIGURES) ]; then \
+	  echo "$(FIGURES) is missing: dropping the execution cache $(BUILD)/.jupyter_cache"; \
+	  rm -rf $(BUILD)/.jupyter_cache; fi
+	@mkdir -p $(FIGURES)
+	@echo "building the book with SCANSNAP_PROFILE=$(SCANSNAP_PROFILE)"
+	env -u MPLBACKEND $(BIN)/jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
+	$(BIN)/python .ci/check_build.py --html $(HTML)
+	@echo "open: file://$(abspath $(HTML)/index.html)"
+	@echo "or serve it: $(BIN)/python -m http.server -d $(HTML)  (then http://localhost:8000)"
+
+smoke:
+	@$(MAKE) --no-print-directory book SCANSNAP_PROFILE=smoke
+
+test: venv
+	$(BIN)/python -m pytest -q
+
+lint: venv
+	$(BIN)/ruff check scansnap tests benchmarks _ext .ci
+
+bench: venv
+	$(BIN)/python benchmarks/bench_train.py
+
+clean:
+	@if [ -x $(BIN)/jupyter-book ] && [ -d _build ]; then $(BIN)/jupyter-book clean .; \
+	else find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} + 2>/dev/null || true; fi
+
+# The execution cache re-runs a page only when its own code cells change, not when scansnap/
+# changes: clear it after editing the library.
+clean-cache:
+	rm -rf _build $(FIGURES)
