@@ -4,6 +4,12 @@ Sphinx 7.4 adds sphinx-thebe's inline configuration script twice to every page, 
 browser then reports ``Identifier 'THEBE_JS_URL' has already been declared``. The book does
 not use Thebe (the Binder launch button does not need it), so this extension disconnects
 ``sphinx_thebe.init_thebe_core``, the handler that adds those scripts.
+
+The claims ledger and the figure gallery read the verdicts and figures that the chapters write
+while they execute. Sphinx reads pages in sorted order (``book/chapters/*`` before ``book/claims``
+and ``book/figures``), but re-reads only pages whose source changed: this extension marks the two
+pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed)
+on every build, after the chapters.
 """
 
 from __future__ import annotations
@@ -23,6 +29,14 @@ def _drop_thebe_scripts(app: Sphinx) -> None:
             app.disconnect(listener.id)
 
 
+ALWAYS_REREAD = ("book/claims", "book/figures")
+
+
+def _always_reread(app: Sphinx, env, added: set, changed: set, removed: set) -> list[str]:
+    return [d for d in ALWAYS_REREAD if d in env.found_docs]
+
+
 def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _drop_thebe_scripts)
+    app.connect("env-get-outdated", _always_reread)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-__all__ = ["describe", "git_commit"]
+__all__ = ["describe", "git_commit", "version"]
 
 _ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,8 +26,13 @@ def git_commit(root: Path = _ROOT) -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def describe() -> str:
-    """One line for a chapter's first output: ``scansnap <version>, commit <hash>``."""
+def version() -> str:
+    """The installed scansnap version."""
     from scansnap import __version__
 
-    return f"scansnap {__version__}, commit {git_commit()}"
+    return __version__
+
+
+def describe() -> str:
+    """One line for a chapter's first output: ``scansnap <version>, commit <hash>``."""
+    return f"scansnap {version()}, commit {git_commit()}"

@@ -1,0 +1,7 @@
+"""``python -m scansnap``: see :mod:`scansnap.cli`."""
+
+import sys
+
+from scansnap.cli import main
+
+sys.exit(main())
