@@ -29,6 +29,7 @@ from scansnap._io import artifacts_dir, atomic_write, dump_json
 __all__ = ["PALETTE", "FigureRecord", "gallery_markdown", "load_record", "records", "save", "set_style"]
 
 PALETTE = "colorblind"
+_KINDS = ("png", "svg", "data", "provenance")
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-")
 
 
@@ -36,7 +37,7 @@ def set_style() -> None:
     """Apply the book's seaborn style (white grid, colorblind palette, 150 dpi figures)."""
     sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
     mpl.rcParams.update({"figure.dpi": 150, "savefig.dpi": 150, "figure.figsize": (8, 3.4),
-                         "axes.titlesize": "medium", "svg.hashsalt": "scansnap"})
+                         "axes.titlesize": "medium"})
 
 
 @dataclass
@@ -136,7 +137,7 @@ def gallery_markdown(base: str = "", out: Path | None = None) -> str:
     blocks = []
     for r in records(out):
         verdicts = ", ".join(f"{c} ({claims.verdict(c).verdict})" for c in r.claims) or "none (an illustration)"
-        files = " · ".join(f'<a href="{base}figures/{name}">{kind}</a>' for kind, name in r.files.items())
+        files = " · ".join(f'<a href="{base}figures/{r.files[k]}">{k}</a>' for k in _KINDS if k in r.files)
         params = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
         blocks.append("\n".join([
             f'<p><a href="{base}{r.anchor}"><strong>{r.id}</strong></a></p>',
@@ -158,7 +159,8 @@ def gallery_markdown(base: str = "", out: Path | None = None) -> str:
 def _render(fig: Figure, fmt: str) -> bytes:
     buf = io.BytesIO()
     metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-    fig.savefig(buf, format=fmt, bbox_inches="tight", metadata=metadata)
+    with mpl.rc_context({"svg.hashsalt": "scansnap"}):  # stable SVG ids: same figure, same bytes
+        fig.savefig(buf, format=fmt, bbox_inches="tight", metadata=metadata)
     return buf.getvalue()
 
 

@@ -1,0 +1,85 @@
+"""scansnap.figures: saving a figure with its data and provenance, and the gallery."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests only: no display (the book itself must not do this)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from scansnap import claims, figures  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def artifacts(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(tmp_path))
+    monkeypatch.setenv("SCANSNAP_PROFILE", "smoke")
+    return tmp_path
+
+
+def _fig():
+    fig, ax = plt.subplots()
+    ax.plot([0, 1, 2], [1.0, 0.5, 0.25])
+    return fig
+
+
+def test_save_writes_png_svg_csv_and_provenance(artifacts: Path) -> None:
+    data = {"step": np.arange(3), "loss": np.array([1.0, 0.5, 1 / 3])}
+    rec = figures.save(_fig(), "fig-test", data, {"seeds": [1, 2], "eta": 0.5}, caption="A test.",
+                       chapter="book/chapters/01-setting", claims=["C1"], wall_time_s=1.25)
+    folder = artifacts / "figures"
+    assert sorted(p.name for p in folder.iterdir()) == ["fig-test.csv", "fig-test.json", "fig-test.png", "fig-test.svg"]
+    assert (folder / "fig-test.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"<svg" in (folder / "fig-test.svg").read_bytes()
+    rows = list(csv.reader((folder / "fig-test.csv").open()))
+    assert rows[0] == ["step", "loss"] and float(rows[3][1]) == 1 / 3  # full float precision (repr)
+    prov = json.loads((folder / "fig-test.json").read_text())
+    assert prov["params"] == {"seeds": [1, 2], "eta": 0.5} and prov["profile"] == "smoke"
+    assert prov["command"] == "python -m scansnap reproduce fig-test --profile smoke"
+    assert prov["claims"] == ["C1"] and prov["wall_time_s"] == 1.25 and prov["version"] and prov["commit"]
+    assert rec.anchor == "book/chapters/01-setting.html#fig-test"
+    assert figures.load_record("fig-test") == rec
+
+
+def test_same_figure_same_bytes(artifacts: Path) -> None:
+    """Stable files: saving the same figure twice gives identical PNG, SVG and data."""
+    data = {"x": np.arange(3)}
+    figures.save(_fig(), "fig-a", data, {}, caption="", chapter="c")
+    first = {p.suffix: p.read_bytes() for p in (artifacts / "figures").iterdir() if p.suffix != ".json"}
+    figures.save(_fig(), "fig-a", data, {}, caption="", chapter="c")
+    second = {p.suffix: p.read_bytes() for p in (artifacts / "figures").iterdir() if p.suffix != ".json"}
+    assert first == second
+
+
+def test_non_tabular_data_goes_to_json(artifacts: Path) -> None:
+    figures.save(_fig(), "fig-b", {"matrix": np.eye(2), "label": "x"}, {}, caption="", chapter="c")
+    assert json.loads((artifacts / "figures" / "fig-b.data.json").read_text())["matrix"] == [[1.0, 0.0], [0.0, 1.0]]
+    assert [r.id for r in figures.records()] == ["fig-b"]
+
+
+def test_gallery_shows_files_claims_and_command() -> None:
+    figures.save(_fig(), "fig-test", {"x": [1, 2]}, {"steps": 3}, caption="Cap.", chapter="book/chapters/01-setting",
+                 claims=["C1"])
+    claims.record("C1", "verified", "err 0")
+    md = figures.gallery_markdown(base="../")
+    for needle in ('href="../book/chapters/01-setting.html#fig-test"', 'src="../figures/fig-test.png"',
+                   'href="../figures/fig-test.svg"', 'href="../figures/fig-test.csv"', "C1 (verified)",
+                   "python -m scansnap reproduce fig-test --profile smoke", "Cap."):
+        assert needle in md
+
+
+@pytest.mark.parametrize("name", ["", "Fig 1", "fig/1", "fig_1"])
+def test_save_rejects_bad_names(name: str) -> None:
+    with pytest.raises(ValueError, match=r"^name\b"):
+        figures.save(_fig(), name, {"x": [1]}, {}, caption="", chapter="c")
+
+
+def test_save_rejects_bad_profile() -> None:
+    with pytest.raises(ValueError, match=r"^profile\b"):
+        figures.save(_fig(), "fig-c", {"x": [1]}, {}, caption="", chapter="c", profile="huge")
