@@ -7,7 +7,8 @@ attention-weighted histogram of the contextual tokens (the query itself is maske
 
 A leading axis of size ``C`` stacks independent configurations (learning-rate pairs, seeds): the
 summed loss of all configurations has, for each of them, exactly that configuration's gradient,
-so one backward pass trains all ``C``.
+so one backward pass trains all ``C``. :meth:`YZModel.loss_and_gradients` gives the same gradients
+in closed form (Lemma 1), without autograd: the trainer's path; ``forward`` stays the reference.
 """
 
 from __future__ import annotations
@@ -138,6 +139,65 @@ class YZModel(nn.Module):
         f = torch.zeros(b.shape[:-1] + (self.M,), dtype=b.dtype).scatter_add(-1, x[..., :-1], b)
         return self.decode(f), b
 
+    @torch.no_grad()
+    def loss_and_gradients(
+        self, query: torch.Tensor, weights: torch.Tensor, target: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The loss ``-J`` (batch mean) and its gradients in ``Y`` and ``Z``, in closed form (Lemma 1).
+
+        Equals autograd of ``cross_entropy(self.decode(self.attended(query, weights)), target)``
+        (to rounding) without building a graph. This is Lemma 1 (see
+        :func:`scansnap.theory.lemma1_gradients`) with the token weights ``w`` in place of the
+        one-hot ``X``, since ``X^T diag(b_T) X = diag(f)``. Per sample, with query ``m`` and target
+        ``n``: ``u = w * exp(z_m - max)``, ``f = u / 1^T u``, ``f~ = u / ||u||_2``,
+        ``D = (softmax(Y^T f~) - e_n) / B`` and ``g = Y D``; summed over the batch,
+
+        * ``dL/dY = sum f~ D^T``;
+        * ``dL/dz_m = sum over the samples with query m of diag(f) P_perp g / ||f||_2
+          = f~ * (g - f~ (f~ . g))``, with ``P_perp = I - f~ f~^T``. The ``l1`` normalization of
+          ``f`` cancels (``f / ||f||_2 = f~``), and the ``-f f^T`` part of the softmax Jacobian
+          drops out because ``f^T P_perp = 0``. The other rows of ``dL/dZ`` are zero.
+
+        ``max`` bounds ``z_m`` over the keys, so ``exp`` stays in ``[0, 1]`` and nothing overflows;
+        should every weighted key's term underflow, that sample is redone with the max over its
+        weighted keys only (no 0/0 whatever the size of ``Z``).
+
+        Args:
+            query: ``(B,)`` or ``(C, B)`` long query tokens.
+            weights: ``(B, M)`` or ``(C, B, M)`` token counts or probabilities, as in :meth:`attended`
+                (every row needs a positive weight).
+            target: ``(B,)`` or ``(C, B)`` long vocabulary ids of the next tokens.
+
+        Returns:
+            ``loss`` ``(C,)``, ``dL/dY`` and ``dL/dZ`` ``(C, M, M)``, for ``L = loss.sum()``: each
+            configuration gets the gradient of its own loss.
+        """
+        self._check_batch(query, weights, target)
+        C = self.configs
+        Y, Z = self.Y.detach(), self.Z.detach()
+        query = query.expand(C, -1)
+        ft = _unit_attended(Z, query, weights.to(Z.dtype))
+        logits = torch.bmm(ft, Y)
+        loss, D = _cross_entropy_and_error(logits, target.expand(C, -1))
+        gY = torch.bmm(ft.transpose(1, 2), D)
+        gZ = _sum_rows_by_query(_attention_gradient(ft, torch.bmm(D, Y.transpose(1, 2))), query, self.M)
+        return loss, gY, gZ
+
+    def _check_batch(self, query: torch.Tensor, weights: torch.Tensor, target: torch.Tensor) -> None:
+        """``query`` ``(B,)``/``(C, B)``, ``weights`` ``(B, M)``/``(C, B, M)``, ``target`` like ``query``."""
+        self._check_tokens("query", query)
+        C, M = self.configs, self.M
+        B = query.shape[-1] if query.ndim in (1, 2) else -1
+        if query.shape not in ((B,), (C, B)):
+            raise ValueError(f"query: must have shape (B,) or ({C}, B); got {tuple(query.shape)}")
+        if not (isinstance(weights, torch.Tensor) and weights.is_floating_point()):  # no pass over the values
+            raise ValueError(f"weights: must be a floating-point torch.Tensor; got {weights!r:.60}")
+        if weights.shape not in ((B, M), (C, B, M)):
+            raise ValueError(f"weights: must have shape ({B}, {M}) or ({C}, {B}, {M}); got {tuple(weights.shape)}")
+        check_tensor("target", target, dtype=torch.long, low=0, high=M - 1)
+        if target.shape not in ((B,), (C, B)):
+            raise ValueError(f"target: must have shape ({B},) or ({C}, {B}); got {tuple(target.shape)}")
+
     def _batched(self, x: torch.Tensor) -> torch.Tensor:
         self._check_tokens("x", x)
         if x.ndim == 2:
@@ -147,6 +207,64 @@ class YZModel(nn.Module):
         if x.shape[-1] < 2:
             raise ValueError(f"x: sequence length T must be >= 2 (contextual tokens plus the query); got {x.shape[-1]}")
         return x
+
+
+def _unit_attended(Z: torch.Tensor, query: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """``f~ = u / ||u||_2`` with ``u = w * exp(z_m - shift)``, ``z_m`` the row of each sample's query.
+
+    The shift is first the max of ``z_m`` over all keys (one per row of ``Z``: cheap). Samples whose
+    weighted keys all lie so far below it that ``u`` underflows are redone with the max over their
+    weighted keys (then the largest weighted key's term is its weight).
+
+    Args:
+        Z: ``(C, M, M)``; query: ``(C, B)`` long; weights: ``(B, M)`` or ``(C, B, M)``, non-negative.
+
+    Returns:
+        ``(C, B, M)``.
+    """
+    c = torch.arange(Z.shape[0])[:, None]
+    u = _weighted_exp(Z[c, query], weights, Z.amax(-1)[c, query, None])
+    norm = torch.linalg.vector_norm(u, dim=-1, keepdim=True)
+    low = norm.squeeze(-1) < torch.finfo(u.dtype).tiny ** 0.5
+    if low.any():
+        rows, w = Z[c, query][low], weights.expand(u.shape)[low]
+        u[low] = _weighted_exp(rows, w, torch.where(w > 0, rows, -torch.inf).amax(-1, keepdim=True))
+        norm = torch.linalg.vector_norm(u, dim=-1, keepdim=True)
+    return u.div_(norm)
+
+
+def _weighted_exp(rows: torch.Tensor, weights: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """``w * exp(min(z - shift, 0))``, overwriting ``rows``; the clamp keeps keys of weight 0 finite."""
+    return rows.sub_(shift).clamp_(max=0).exp_().mul_(weights)
+
+
+def _cross_entropy_and_error(logits: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Batch-mean cross-entropy ``(C,)`` and its gradient ``D = (softmax - e_n) / B`` ``(C, B, M)``.
+
+    Overwrites ``logits`` (``(C, B, M)``; ``target`` ``(C, B)`` long).
+    """
+    B = logits.shape[1]
+    shifted = logits.sub_(logits.amax(-1, keepdim=True))
+    picked = shifted.gather(-1, target[..., None])  # logit of the target, minus the max
+    e = shifted.exp_()
+    total = e.sum(-1, keepdim=True)  # >= 1
+    loss = (total.log() - picked).squeeze(-1).mean(-1)
+    D = e.div_(total * B).scatter_add_(-1, target[..., None], torch.full_like(picked, -1.0 / B))
+    return loss, D
+
+
+def _attention_gradient(ft: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
+    """``dL/dz_m`` of every sample, ``f~ * (g - f~ (f~ . g))`` ``(C, B, M)``; overwrites ``g``."""
+    along = (ft * g).sum(-1, keepdim=True)
+    return g.addcmul_(ft, along, value=-1.0).mul_(ft)
+
+
+def _sum_rows_by_query(rows: torch.Tensor, query: torch.Tensor, M: int) -> torch.Tensor:
+    """``(C, M, M)``: row ``m`` of configuration ``c`` sums ``rows[c, i]`` over the samples with query ``m``."""
+    C = rows.shape[0]
+    out = torch.zeros(C * M, M, dtype=rows.dtype)
+    out.index_add_(0, (torch.arange(C)[:, None] * M + query).flatten(), rows.flatten(0, 1))
+    return out.view(C, M, M)
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

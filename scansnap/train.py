@@ -4,7 +4,8 @@ momentum or Adam, sampled sequences of length ``T`` or the long-sequence limit (
 All ``C`` configurations train in one stacked model. Configurations with the same seed share that
 seed's initialization and mini-batches, so a configuration trained in a stack gives the same
 numbers as the same configuration trained alone. Each seed owns one ``torch.Generator``: it first
-draws the initial ``(Y, Z)`` (for ``init="uniform"``), then the batches.
+draws the initial ``(Y, Z)`` (for ``init="uniform"``), then the batches. The gradients are Lemma 1's
+closed form (:meth:`~scansnap.model.YZModel.loss_and_gradients`), not autograd.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import torch
 
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_tensor
 from scansnap.data import SequenceClasses
-from scansnap.model import INITS, YZModel, cross_entropy, init_params, token_counts
+from scansnap.model import INITS, YZModel, init_params, token_counts
 
 __all__ = ["OPTIMIZERS", "Adam", "History", "MomentumSGD", "log_steps", "train"]
 
@@ -213,12 +214,10 @@ def train(
                 attention.append(classes.population(model.Z.detach()))
         if t == steps:
             break
-        query, weights, target = _inputs(classes, limit, gens, seed_index, batch, T)
-        loss = cross_entropy(model.decode(model.attended(query, weights)), target)
-        model.zero_grad(set_to_none=False)
-        loss.sum().backward()
+        query, weights, target = _inputs(classes, limit, gens, seed_index, batch, T, dtype)
+        loss, model.Y.grad, model.Z.grad = model.loss_and_gradients(query, weights, target)  # Lemma 1
         opt.step()
-        losses[:, t] = loss.detach()
+        losses[:, t] = loss
         if callback is not None:
             callback(t)
 
@@ -240,16 +239,18 @@ def _inputs(
     seed_index: torch.Tensor,
     batch: int,
     T: int,
+    dtype: torch.dtype,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One step's ``(query (C, B), weights (C, B, M), target (C, B))``; B = K in the population limit."""
+    """One step's ``(query (C, B), weights (C, B, M) in dtype, target (C, B))``; B = K in the population
+    limit. Weights are made once per seed (an expanded view in the population limit)."""
     C = len(seed_index)
     if limit == "population":
         K = classes.K
-        return classes.query.expand(C, K), classes.probs.expand(C, K, classes.M), classes.next.expand(C, K)
+        return classes.query.expand(C, K), classes.probs.to(dtype).expand(C, K, classes.M), classes.next.expand(C, K)
     drawn = [classes.sample(batch, T, g) for g in gens]
     x = torch.stack([d[0] for d in drawn])  # (S, B, T), one batch per distinct seed
     n = torch.stack([d[1] for d in drawn])  # (S, B)
-    counts = token_counts(x[..., :-1], classes.M)  # (S, B, M)
+    counts = token_counts(x[..., :-1], classes.M).to(dtype)  # (S, B, M)
     return x[seed_index, :, -1], counts[seed_index], classes.next[n[seed_index]]
 
 

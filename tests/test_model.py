@@ -180,6 +180,135 @@ def test_configurations_are_independent(shared_batch: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------------------
+# Closed-form gradients (Lemma 1 from token weights)
+# ----------------------------------------------------------------------------------------------
+
+
+def autograd_loss_and_gradients(model: YZModel, query, weights, target):
+    """The reference: autograd through ``attended``/``decode``/``cross_entropy`` on a fresh copy."""
+    copy = YZModel.from_params(model.Y.detach(), model.Z.detach())
+    loss = cross_entropy(copy.decode(copy.attended(query, weights)), target)
+    loss.sum().backward()
+    return loss.detach(), copy.Y.grad, copy.Z.grad
+
+
+def random_inputs(kind: str, C: int = 3, B: int = 9, seed: int = 12):
+    """``(query, weights, target)``: ``shared`` (B,) batch, ``per_config`` (C, B) batches, or
+    ``population`` probabilities (expanded along C, as the trainer passes them)."""
+    g = gen(seed)
+    lead = (C, B) if kind == "per_config" else (B,)
+    query = torch.randint(M, lead, generator=g)
+    target = torch.randint(M, lead, generator=g)
+    weights = torch.randint(0, 4, (*lead, M), generator=g).double()  # counts, many zeros
+    weights[..., 0] += (weights.sum(-1) == 0).double()  # every row needs a positive weight
+    if kind == "population":
+        weights = (weights / weights.sum(-1, keepdim=True)).expand(C, B, M)
+        query, target = query.expand(C, B), target.expand(C, B)
+    return query, weights, target
+
+
+@pytest.mark.parametrize("kind", ["shared", "per_config", "population"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_loss_and_gradients_equal_autograd(kind: str, seed: int) -> None:
+    model = random_model(C=3, seed=seed, scale=2.0)
+    query, weights, target = random_inputs(kind, seed=seed + 20)
+    assert (weights == 0).any() and (weights > 0).sum(-1).min() >= 1
+    loss, gY, gZ = model.loss_and_gradients(query, weights, target)
+    want = autograd_loss_and_gradients(model, query, weights, target)
+    assert loss.shape == (3,) and gY.shape == gZ.shape == (3, M, M)
+    for got, ref in zip((loss, gY, gZ), want, strict=True):
+        assert got.dtype == F64 and not got.requires_grad
+        assert (got - ref).abs().max() <= 1e-12
+    assert gZ.abs().max() > 1e-3, "a vacuous gradient"
+    # only the rows of the queries in the batch move
+    unused = torch.ones(3, M, dtype=torch.bool).scatter_(1, query.expand(3, -1), False)
+    assert (gZ[unused] == 0).all()
+    assert model.Y.grad is None and model.Z.grad is None, "no autograd inside"
+
+
+def test_loss_and_gradients_equal_lemma1() -> None:
+    """One configuration, sampled sequences: the count path gives minus Lemma 1's dJ (one-hot X)."""
+    from scansnap.theory import lemma1_gradients
+
+    model = random_model(C=1, seed=4)
+    x = random_tokens(12, 15, seed=5)
+    target = torch.randint(M, (12,), generator=gen(6))
+    loss, gY, gZ = model.loss_and_gradients(x[:, -1], token_counts(x[:, :-1], M), target)
+    dY, dZ = lemma1_gradients(model.Y.detach()[0], model.Z.detach()[0], x, target)
+    assert (gY[0] + dY).abs().max() <= 1e-12 and (gZ[0] + dZ).abs().max() <= 1e-12
+    assert (loss - cross_entropy(model(x)[0], target)).abs().max() <= 1e-12
+
+
+@pytest.mark.parametrize("kind", ["shared", "per_config"])
+def test_loss_and_gradients_large_logits(kind: str) -> None:
+    """Entries of +-50 in Z and Y: exp and softmax saturate but nothing overflows, and the closed
+    form still matches autograd (float64); float32 stays finite and close to it."""
+    g = gen(30)
+    Y = 50 * torch.sign(torch.randn(3, M, M, generator=g, dtype=F64))
+    Z = 50 * torch.sign(torch.randn(3, M, M, generator=g, dtype=F64))
+    query, weights, target = random_inputs(kind, seed=31)
+    # a zero-weight key far above every weighted one (sample 0's query: all keys at -50): a shift
+    # by the max over all keys, not only the weighted ones, would underflow to 0 / 0
+    q0 = query[..., 0].expand(3)
+    Z[torch.arange(3), q0] = -50.0
+    Z[torch.arange(3), q0, 1] = 1000.0
+    weights[..., 1] = 0
+    weights[..., 0] += (weights.sum(-1) == 0).double()
+    model = YZModel.from_params(Y, Z)
+    loss, gY, gZ = model.loss_and_gradients(query, weights, target)
+    want = autograd_loss_and_gradients(model, query, weights, target)
+    for got, ref in zip((loss, gY, gZ), want, strict=True):
+        assert torch.isfinite(got).all() and torch.isfinite(ref).all()
+        assert (got - ref).abs().max() <= 1e-12 * max(1.0, ref.abs().max().item())
+    assert loss.max() > 50, "the logits are large: some targets are far from the prediction"
+    m32 = YZModel.from_params(Y.float(), Z.float())
+    got32 = m32.loss_and_gradients(query, weights.float(), target)
+    for got, ref in zip(got32, (loss, gY, gZ), strict=True):
+        assert got.dtype == torch.float32 and torch.isfinite(got).all()
+        assert (got.double() - ref).abs().max() <= 1e-4 * max(1.0, ref.abs().max().item())
+
+
+def test_loss_and_gradients_leave_inputs_alone() -> None:
+    model = random_model(C=3, seed=7)
+    query, weights, target = random_inputs("per_config", seed=8)
+    before = [t.clone() for t in (model.Y, model.Z, query, weights, target)]
+    model.loss_and_gradients(query, weights, target)
+    for a, b in zip((model.Y, model.Z, query, weights, target), before, strict=True):
+        assert torch.equal(a.detach(), b)
+
+
+@pytest.mark.parametrize(
+    ("query", "target", "param"),
+    [(torch.tensor([0, M]), torch.tensor([0, 1]), "query"),
+     (torch.tensor([0.0, 1.0]), torch.tensor([0, 1]), "query"),
+     (torch.tensor([0, 1]), torch.tensor([0, M]), "target"),
+     (torch.tensor([0, 1]), torch.tensor([0.0, 1.0]), "target")],
+)
+def test_loss_and_gradients_reject(query, target, param: str) -> None:
+    with pytest.raises(ValueError, match=names(param)):
+        random_model(C=2).loss_and_gradients(query, torch.ones(2, M, dtype=F64), target)
+
+
+@pytest.mark.parametrize(
+    ("query_shape", "weights_shape", "target_shape", "param"),
+    [((3, 2, 4), (4, M), (4,), "query"), ((3, 4), (4, M), (4,), "query"), ((4,), (5, M), (4,), "weights"),
+     ((4,), (4, M + 1), (4,), "weights"), ((4,), (3, 4, M), (4,), "weights"), ((4,), (4, M), (5,), "target"),
+     ((2, 4), (2, 4, M), (3, 4), "target")],
+)
+def test_loss_and_gradients_reject_shapes(query_shape, weights_shape, target_shape, param: str) -> None:
+    args = (torch.zeros(query_shape, dtype=torch.long), torch.ones(weights_shape, dtype=F64),
+            torch.zeros(target_shape, dtype=torch.long))
+    with pytest.raises(ValueError, match=names(param)):
+        random_model(C=2).loss_and_gradients(*args)
+
+
+def test_loss_and_gradients_reject_integer_weights() -> None:
+    tokens = torch.zeros(4, dtype=torch.long)
+    with pytest.raises(ValueError, match=names("weights")):
+        random_model(C=2).loss_and_gradients(tokens, torch.ones(4, M, dtype=torch.long), tokens)
+
+
+# ----------------------------------------------------------------------------------------------
 # Bad input
 # ----------------------------------------------------------------------------------------------
 

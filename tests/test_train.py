@@ -10,7 +10,7 @@ import torch
 from conftest import gen, names
 
 from scansnap.data import SequenceClasses
-from scansnap.model import YZModel, cross_entropy
+from scansnap.model import YZModel, cross_entropy, init_params, token_counts
 from scansnap.train import Adam, History, MomentumSGD, log_steps, train
 
 F64 = torch.float64
@@ -87,6 +87,50 @@ def test_train_equals_torch_optim_on_a_real_loss(small: SequenceClasses, optimiz
     assert (h.Z[0] - Z).abs().max() <= 1e-12
     assert (h.loss[0] - loss).abs().max() <= 1e-12
     assert Z.abs().max() > 1e-2, "Z must have moved"
+
+
+def _autograd_trainer(classes: SequenceClasses, eta_Y: list[float], eta_Z: list[float], seeds: list[int],
+                      optimizer: str, limit: str, init: str, steps: int, batch: int, T: int):
+    """The trainer as it was before Lemma 1's closed form: autograd through attended/decode/cross_entropy,
+    with the same per-seed generators (init first, then batches) and the package's optimizers."""
+    uniq = sorted(set(seeds))
+    gens = {s: torch.Generator().manual_seed(s) for s in uniq}
+    inits = {s: init_params(classes.M, init, gens[s]) for s in uniq}
+    model = YZModel.from_params(torch.stack([inits[s][0] for s in seeds]), torch.stack([inits[s][1] for s in seeds]))
+    lrs = [torch.tensor(eta_Y, dtype=F64), torch.tensor(eta_Z, dtype=F64)]
+    opt = MomentumSGD([model.Y, model.Z], lrs) if optimizer == "sgd" else Adam([model.Y, model.Z], lrs)
+    losses = []
+    for _ in range(steps):
+        if limit == "population":
+            query, weights, target = classes.query, classes.probs, classes.next
+        else:
+            drawn = {s: classes.sample(batch, T, gens[s]) for s in uniq}
+            x = torch.stack([drawn[s][0] for s in seeds])
+            query, weights = x[..., -1], token_counts(x[..., :-1], classes.M)
+            target = classes.next[torch.stack([drawn[s][1] for s in seeds])]
+        loss = cross_entropy(model.decode(model.attended(query, weights)), target)
+        model.zero_grad(set_to_none=False)
+        loss.sum().backward()
+        opt.step()
+        losses.append(loss.detach())
+    return model.Y.detach(), model.Z.detach(), torch.stack(losses, dim=1)
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+@pytest.mark.parametrize(("limit", "init"), [("sampled", "zero"), ("sampled", "uniform"), ("population", "uniform")])
+def test_train_equals_autograd_trainer(small: SequenceClasses, optimizer: str, limit: str, init: str) -> None:
+    """Closed-form gradients (YZModel.loss_and_gradients) train exactly like autograd did."""
+    eta_Y, eta_Z, seeds = [1.0, 3.0, 0.5], [0.5, 2.0, 1.0], [4, 9, 4]
+    if optimizer == "adam":
+        eta_Y, eta_Z = [e / 20 for e in eta_Y], [e / 20 for e in eta_Z]
+    kw = dict(steps=8, batch=16, T=20)
+    h = train(small, eta_Y, eta_Z, seed=seeds, optimizer=optimizer, limit=limit, init=init, **kw)
+    Y, Z, loss = _autograd_trainer(small, eta_Y, eta_Z, seeds, optimizer, limit, init, **kw)
+    assert (h.Y - Y).abs().max() <= 1e-10
+    assert (h.Z - Z).abs().max() <= 1e-10
+    assert (h.loss - loss).abs().max() <= 1e-10
+    Z0 = torch.stack([init_params(small.M, init, torch.Generator().manual_seed(s))[1] for s in seeds])
+    assert (Z - Z0).abs().max() > 1e-2, "Z must have moved"
 
 
 def _random_grad_run(make_ours, make_torch, C: int = 3, steps: int = 20):
