@@ -35,11 +35,12 @@ BUILD := $(BOOK_OUT)/_build
 HTML := $(BUILD)/html
 FIGURES := _extra/figures
 
-.PHONY: help venv book smoke test lint bench clean clean-cache
+.PHONY: help venv book smoke test site-test lint bench clean clean-cache
 
 help:
 	@echo "make book         build the book strictly (-W -n --keep-going) into $(HTML) and check it"
-	@echo "make test         run the test suite (pytest)"
+	@echo "make test         run the test suite (pytest; without the browser test of the site)"
+	@echo "make site-test    open every page of the built site $(HTML) in Chromium and check it (run make book first)"
 	@echo "make smoke        build the book with SCANSNAP_PROFILE=smoke (fast, small experiments)"
 	@echo "make lint         ruff check"
 	@echo "make bench        run benchmarks/bench_train.py"
@@ -76,6 +77,13 @@ smoke:
 
 test: venv
 	$(BIN)/python -m pytest -q
+
+# The real-browser test (tests/test_site.py, marker `site`) of an already built site: it needs
+# Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium chromium-driver; never
+# `playwright install`). Screenshots go to _build/screenshots/.
+site-test: venv
+	@test -f $(HTML)/index.html || { echo "no built site at $(HTML): run make book first" >&2; exit 1; }
+	SCANSNAP_SITE=$(abspath $(HTML)) $(BIN)/python -m pytest -q -m site tests/test_site.py
 
 lint: venv
 	$(BIN)/ruff check scansnap tests benchmarks _ext .ci

@@ -1,6 +1,4 @@
-"""Closed forms of the paper's statements. This module holds Lemma 1 (the gradients of Y and Z);
-later chapters add Lemma 2-3, Theorems 1-4.
-"""
+"""Lemma 1: the closed-form gradients of Y and Z, in the paper's one-hot form, and autograd's."""
 
 from __future__ import annotations
 

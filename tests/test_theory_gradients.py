@@ -1,4 +1,4 @@
-"""scansnap.theory: Lemma 1's closed-form gradients against autograd."""
+"""scansnap.theory.gradients: Lemma 1's closed-form gradients against autograd."""
 
 from __future__ import annotations
 
