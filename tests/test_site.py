@@ -339,10 +339,11 @@ def _fetch(url: str) -> tuple[int, str]:
         return err.code, ""
 
 
-@pytest.mark.parametrize("path", [p for p in (GALLERY,) if p in PAGES])
-def test_gallery_links_resolve(site_url: str, path: str) -> None:
-    """Every link of the figure gallery that points into the site answers HTTP 200, and a link with
-    an anchor (``chapter.html#fig-...``) lands on an element with that id.
+@pytest.mark.parametrize("path", [p for p in (GALLERY, LEDGER) if p in PAGES])
+def test_gallery_and_ledger_links_resolve(site_url: str, path: str) -> None:
+    """Every link of the figure gallery and of the claims ledger that points into the site answers
+    HTTP 200, and a link with an anchor (``chapter.html#fig-...``, ``chapter.html#lemma-1``) lands on
+    an element with that id.
 
     Links to other hosts (the repository, issue tracker and Binder buttons of the theme, the paper)
     are listed but not fetched: the test runs offline and must not reach the network.
