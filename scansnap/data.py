@@ -188,6 +188,11 @@ def syn_small() -> SequenceClasses:
 def syn_medium(num_query: int) -> SequenceClasses:
     """Syn-Medium (paper Fig. 6): ``num_query`` queries, 2 next tokens each, 10 common, 10 distinct each.
 
-    The paper's sweep uses ``num_query`` in {1, 3, 5, 10} (``K`` = 2, 6, 10, 20).
+    ``K = 2 num_query`` next tokens; next tokens ``2q`` and ``2q + 1`` share query ``q``. Every class
+    has the 10 common tokens (ids 0-9, unnormalized probability 1 each) and its own 10 distinct
+    tokens (unnormalized probabilities 0.1, 0.2, ..., 1.0, increasing with the id), so
+    ``P(l|n) = 1/15.5`` for a common token and ``w/15.5`` for a distinct token of weight ``w``.
+    ``M = 10 + 10 K + num_query + K = 10 + 23 num_query``. The paper's sweep (the authors' released
+    runs) uses ``num_query`` in {1, 3, 5, 10}: ``K`` = 2, 6, 10, 20 and ``M`` = 33, 79, 125, 240.
     """
     return sequence_classes(num_query=num_query, next_per_query=2, num_common=10, num_distinct=10)

@@ -11,7 +11,6 @@ figure a reader sees and the one a citer re-makes come from one piece of code. E
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,36 +19,9 @@ from matplotlib.figure import Figure
 
 from scansnap import figures, profiles
 from scansnap._checks import check_choice
+from scansnap.recipes import Progress, Recipe
 
 __all__ = ["RECIPES", "Recipe", "Result", "defaults", "get", "run"]
-
-Progress = Callable[[int], None]
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """How to make one figure.
-
-    Attributes:
-        id: the stable figure id (file names and anchor).
-        chapter: the book page (docname) that shows it.
-        caption: what the figure shows, one or two sentences.
-        claims: ids of the claims it supports.
-        params: profile -> default parameters.
-        work: parameters -> number of progress units (for a progress bar).
-        compute: (parameters, progress) -> columns.
-        plot: (columns, parameters) -> figure.
-    """
-
-    id: str
-    chapter: str
-    caption: str
-    claims: tuple[str, ...]
-    params: Callable[[str], dict]
-    work: Callable[[dict], int]
-    compute: Callable[[dict, Progress | None], dict[str, np.ndarray]]
-    plot: Callable[[dict[str, np.ndarray], dict], Figure]
-
 
 @dataclass
 class Result:

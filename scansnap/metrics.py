@@ -3,16 +3,19 @@
 :func:`attention_entropy` is the quantity of the paper's Figure 6: for each next token ``n``, the
 attention distribution ``f_n = c_n / 1^T c_n`` (Lemma 2) restricted to the distinct tokens
 ``G_DT(n)`` and renormalized, its entropy (natural log), averaged over ``n``.
+:func:`recall_at_threshold` is the recall-threshold curve of the paper's Figures 11-12 (Appendix G),
+and :func:`recall_reach` summarizes how slowly such a curve descends.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from scansnap._checks import check_tensor
 from scansnap.data import SequenceClasses
 
-__all__ = ["attention_entropy", "distinct_attention", "token_mass"]
+__all__ = ["attention_entropy", "distinct_attention", "recall_at_threshold", "recall_reach", "token_mass"]
 
 
 def distinct_attention(f: torch.Tensor, classes: SequenceClasses) -> torch.Tensor:
@@ -63,3 +66,66 @@ def token_mass(f: torch.Tensor, classes: SequenceClasses) -> dict[str, torch.Ten
         "common": (f * common.to(f.dtype)).sum(dim=-1),
         "distinct": (f * classes.distinct_mask().to(f.dtype)).sum(dim=-1),
     }
+
+
+def recall_at_threshold(
+    f: torch.Tensor, classes: SequenceClasses, thresholds: torch.Tensor, renormalize: bool = False
+) -> torch.Tensor:
+    """Recall of the distinct tokens against an attention threshold (paper Appendix G, Figs. 11-12).
+
+    Every attention entry ``f_nl`` (the query's softmax attention on token ``l``; Lemma 2's
+    ``c_n / 1^T c_n``) at or above a threshold ``tau`` is re-tagged 1, the others 0; the recall of
+    class ``n`` is the fraction of its distinct tokens ``G_DT(n)`` tagged 1, and the result is its
+    mean over the classes. A sparser attention keeps a few distinct tokens above ``tau`` up to
+    larger thresholds: its recall descends more slowly in ``tau``.
+
+    Args:
+        f: ``(..., K, M)`` attention distributions ``f_n`` (e.g. ``classes.population(Z)``).
+        classes: gives ``G_DT(n)``.
+        thresholds: ``(S,)`` thresholds ``tau``.
+        renormalize: tag the attention restricted to ``G_DT(n)`` and renormalized
+            (:func:`distinct_attention`, the distribution of :func:`attention_entropy`) instead of ``f_n``.
+
+    Returns:
+        ``(..., S)`` recall in ``[0, 1]``, non-increasing along the sorted thresholds.
+    """
+    check_tensor("f", f, shape=(..., classes.K, classes.M), floating=True, low=0.0)
+    check_tensor("thresholds", thresholds, shape=(-1,), floating=True)
+    mask = classes.distinct_mask()
+    if not mask.any(dim=1).all():
+        raise ValueError("classes: every class needs at least one distinct token (|G_DT(n)| >= 1)")
+    a = distinct_attention(f, classes) if renormalize else f
+    kept = torch.stack([((a >= tau) & mask).sum(dim=-1) for tau in thresholds.tolist()], dim=-1)  # (..., K, S)
+    per_class = kept.to(a.dtype) / mask.sum(dim=1, keepdim=True).to(a.dtype)
+    return per_class.mean(dim=-2)
+
+
+def recall_reach(recall: np.ndarray, thresholds: np.ndarray, level: float) -> np.ndarray:
+    """The threshold at which a recall curve first falls below ``level`` (linear interpolation).
+
+    A summary of how slowly a recall-threshold curve descends (:func:`recall_at_threshold`): the
+    larger the reach, the slower the descent. At ``level = 1 / |G_DT(n)|`` it is about the threshold
+    up to which one distinct token per class is still kept.
+
+    Args:
+        recall: ``(..., S)`` non-increasing curves on ``thresholds``.
+        thresholds: ``(S,)`` strictly increasing.
+        level: in ``(0, 1]``.
+
+    Returns:
+        ``(...)``; the first threshold if the curve starts below ``level``, ``nan`` if it never falls below.
+    """
+    r, tau = np.asarray(recall, dtype=np.float64), np.asarray(thresholds, dtype=np.float64)
+    if tau.ndim != 1 or len(tau) < 2 or not (np.diff(tau) > 0).all():
+        raise ValueError("thresholds: must be a 1-D strictly increasing array of at least 2 values")
+    if r.shape[-1:] != tau.shape or not np.isfinite(r).all():
+        raise ValueError(f"recall: must be finite with last axis of length {len(tau)}; got shape {r.shape}")
+    if not 0 < level <= 1:
+        raise ValueError(f"level: must be in (0, 1]; got {level}")
+    below = r < level
+    i = np.argmax(below, axis=-1)  # first index below the level (0 if none)
+    lo = np.maximum(i - 1, 0)
+    r_hi, r_lo = np.take_along_axis(r, lo[..., None], -1)[..., 0], np.take_along_axis(r, i[..., None], -1)[..., 0]
+    frac = np.divide(r_hi - level, r_hi - r_lo, out=np.zeros_like(r_hi), where=r_hi > r_lo)
+    reach = np.where(i == 0, tau[0], tau[lo] + frac * (tau[i] - tau[lo]))
+    return np.where(below.any(axis=-1), reach, np.nan)

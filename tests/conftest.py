@@ -13,6 +13,15 @@ from scansnap.data import SequenceClasses, syn_small
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close the figures a test made (recipes return open matplotlib figures)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 @pytest.fixture
 def small() -> SequenceClasses:
     """Syn-Small: M = 34, K = 2."""

@@ -136,3 +136,95 @@ def test_entropy_rejects_classes_without_distinct_tokens() -> None:
     c = sequence_classes(2, 1, num_common=3, num_distinct=0)
     with pytest.raises(ValueError, match=names("classes")):
         attention_entropy(c.probs, c)
+
+
+# ----------------------------------------------------------------------------------------------
+# Recall against threshold (Appendix G, Figs. 11-12)
+# ----------------------------------------------------------------------------------------------
+
+
+def test_recall_at_zero_attention_matches_a_count(small: SequenceClasses) -> None:
+    """At Z = 0, f_n on the distinct tokens is w / 15.5 with w = 0.1 .. 1: recall is a plain count."""
+    from scansnap.metrics import recall_at_threshold
+
+    f = small.population(torch.zeros(34, 34, dtype=F64))
+    taus = np.linspace(0, 0.08, 33)
+    r = recall_at_threshold(f, small, torch.tensor(taus))
+    values = np.linspace(0.1, 1.0, 10) / 15.5
+    want = [(values >= t).mean() for t in taus]
+    np.testing.assert_allclose(r.numpy(), want, rtol=0, atol=1e-15)
+    assert r[0] == 1.0 and r[-1] == 0.0
+
+
+def test_recall_uniform_and_renormalized(small: SequenceClasses) -> None:
+    from scansnap.metrics import recall_at_threshold
+
+    f = torch.zeros(2, 34, dtype=F64)
+    f[:, :10] = 0.05  # half the mass on the common tokens
+    f[0, 10:20] = 0.05
+    f[1, 20:30] = 0.05
+    taus = torch.tensor([0.0, 0.05, 0.0501, 0.1, 0.1001], dtype=F64)
+    torch.testing.assert_close(recall_at_threshold(f, small, taus), torch.tensor([1.0, 1.0, 0, 0, 0], dtype=F64))
+    # renormalized over the distinct tokens: each is 0.1
+    torch.testing.assert_close(recall_at_threshold(f, small, taus, renormalize=True),
+                               torch.tensor([1.0, 1.0, 1.0, 1.0, 0], dtype=F64))
+    torch.testing.assert_close(recall_at_threshold(f, small, taus, renormalize=True),
+                               recall_at_threshold(distinct_attention(f, small), small, taus))
+
+
+def test_recall_batched_and_monotone(small: SequenceClasses) -> None:
+    from scansnap.metrics import recall_at_threshold
+
+    f = small.population(torch.randn(3, 4, 34, 34, generator=gen(5), dtype=F64))
+    taus = torch.linspace(0, 1, 41, dtype=F64)
+    r = recall_at_threshold(f, small, taus)
+    assert r.shape == (3, 4, 41)
+    assert (r.diff(dim=-1) <= 0).all() and (r >= 0).all() and (r <= 1).all()
+    torch.testing.assert_close(r[2, 1], recall_at_threshold(f[2, 1], small, taus), rtol=0, atol=0)
+    # one class with all its distinct tokens above tau, the other with none: recall 1/2
+    g = torch.zeros(2, 34, dtype=F64)
+    g[0, 10:20] = 0.1
+    g[1, 0] = 0.5
+    g[1, 20:30] = 0.05
+    assert recall_at_threshold(g, small, torch.tensor([0.08], dtype=F64)).item() == 0.5
+
+
+def test_recall_reach() -> None:
+    from scansnap.metrics import recall_reach
+
+    taus = np.linspace(0, 1, 11)
+    line = 1 - taus  # falls below 0.25 between 0.7 and 0.8 (0.75 exactly)
+    assert abs(recall_reach(line, taus, 0.25) - 0.75) < 1e-12
+    curves = np.stack([line, np.where(taus < 0.35, 1.0, 0.0), np.full(11, 0.5), np.full(11, 0.1)])
+    reach = recall_reach(curves, taus, 0.3)
+    assert reach.shape == (4,)
+    assert abs(reach[0] - 0.7) < 1e-12 and abs(reach[1] - (0.3 + 0.7 * 0.1)) < 1e-12
+    assert np.isnan(reach[2]) and reach[3] == 0.0  # never below; starts below
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        (dict(recall=np.ones(3), thresholds=np.array([0.0, 0.2, 0.1]), level=0.5), "thresholds"),
+        (dict(recall=np.ones(4), thresholds=np.linspace(0, 1, 3), level=0.5), "recall"),
+        (dict(recall=np.ones(3), thresholds=np.linspace(0, 1, 3), level=0.0), "level"),
+    ],
+)
+def test_recall_reach_rejects_bad_input(kwargs: dict, param: str) -> None:
+    from scansnap.metrics import recall_reach
+
+    with pytest.raises(ValueError, match=names(param)):
+        recall_reach(**kwargs)
+
+
+def test_recall_rejects_bad_input(small: SequenceClasses) -> None:
+    from scansnap.metrics import recall_at_threshold
+
+    f = small.population(torch.zeros(34, 34, dtype=F64))
+    with pytest.raises(ValueError, match=names("thresholds")):
+        recall_at_threshold(f, small, torch.zeros(2, 2, dtype=F64))
+    with pytest.raises(ValueError, match=names("f")):
+        recall_at_threshold(-f, small, torch.zeros(2, dtype=F64))
+    c = sequence_classes(2, 1, num_common=3, num_distinct=0)
+    with pytest.raises(ValueError, match=names("classes")):
+        recall_at_threshold(c.probs, c, torch.zeros(2, dtype=F64))

@@ -327,3 +327,49 @@ def test_optimizers_reject_bad_hyperparameters() -> None:
 def test_log_steps_rejects(args, param: str) -> None:
     with pytest.raises(ValueError, match=names(param)):
         log_steps(*args)
+
+
+# ----------------------------------------------------------------------------------------------
+# Chapter 5 (Figures 4 and 5): a batched learning-rate sweep on sampled sequences, each
+# configuration against torch.optim (autograd, one SGD-momentum or Adam per configuration)
+# ----------------------------------------------------------------------------------------------
+
+
+def _torch_optim_sampled(classes: SequenceClasses, optimizer: str, eta_Y: float, eta_Z: float, seed: int,
+                         steps: int, batch: int, T: int):
+    """One configuration trained on sampled sequences with torch.optim (two parameter groups, autograd),
+    with the batches the trainer draws for ``seed`` (zero init draws nothing: batches come first)."""
+    g = torch.Generator().manual_seed(seed)
+    model = YZModel(classes.M)
+    groups = [{"params": [model.Y], "lr": eta_Y}, {"params": [model.Z], "lr": eta_Z}]
+    opt = torch.optim.SGD(groups, momentum=0.9) if optimizer == "sgd" else torch.optim.Adam(groups)
+    losses = []
+    for _ in range(steps):
+        x, n = classes.sample(batch, T, g)
+        weights = token_counts(x[:, :-1], classes.M)
+        loss = cross_entropy(model.decode(model.attended(x[:, -1], weights)), classes.next[n])
+        opt.zero_grad()
+        loss.sum().backward()
+        opt.step()
+        losses.append(loss.item())
+    return model.Y.detach()[0], model.Z.detach()[0], torch.tensor(losses, dtype=F64)
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "eta_Y", "eta_Z"),
+    [("sgd", [1.0, 2.0, 5.0, 10.0], [1.0] * 4),  # Fig. 4: eta_Y / eta_Z in {1, 2, 5, 10} at eta_Z = 1
+     ("adam", [0.03, 0.1, 0.3, 1.0], [0.03, 0.1, 0.3, 1.0])],  # Fig. 5: one Adam learning rate for Y and Z
+)
+def test_batched_sweep_equals_torch_optim_per_configuration(small: SequenceClasses, optimizer: str,
+                                                            eta_Y: list[float], eta_Z: list[float]) -> None:
+    """The whole sweep in one train() call (one seed, as the figures use per seed) equals torch.optim.SGD
+    (momentum 0.9) / torch.optim.Adam run separately for each configuration, to 1e-10 in float64."""
+    kw = dict(steps=10, batch=32, T=40)
+    h = train(small, eta_Y, eta_Z, seed=7, optimizer=optimizer, **kw)
+    for c, (eY, eZ) in enumerate(zip(eta_Y, eta_Z, strict=True)):
+        Y, Z, loss = _torch_optim_sampled(small, optimizer, eY, eZ, 7, **kw)
+        assert (h.Y[c] - Y).abs().max() <= 1e-10, c
+        assert (h.Z[c] - Z).abs().max() <= 1e-10, c
+        assert (h.loss[c] - loss).abs().max() <= 1e-10, c
+        assert Z.abs().max() > 1e-2, "Z must have moved"
+    assert (h.Z[0] - h.Z[-1]).abs().max() > 1e-2, "the configurations differ"

@@ -8,7 +8,7 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, metrics, profiles, train
-from scansnap.experiments import Progress, Recipe
+from scansnap.recipes import Progress, Recipe
 
 
 def _synsmall_params(profile: str) -> dict:

@@ -8,8 +8,8 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, profiles, theory
-from scansnap.experiments import Progress, Recipe
 from scansnap.model import token_counts
+from scansnap.recipes import Progress, Recipe
 
 _CHUNK = 1000  # sequences drawn per call of the sampler (bounds memory at large T; fixes the random stream)
 

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, profiles
-from scansnap.experiments import Progress, Recipe
+from scansnap.recipes import Progress, Recipe
 from scansnap.theory import decoder as dec
 
 CHAPTER = "book/chapters/03-decoder-dynamics"

@@ -1,0 +1,350 @@
+"""Theorem 3 (growth of distinct tokens, Eqn 11-12): relative gain, growth factor, the scanning order,
+and an ODE integration of Eqn 10 to check them against.
+
+Setting (paper Sec. 5). Class ``n`` has query ``m = psi(n)``; its attention in the long-sequence
+limit (Lemma 2) is ``f~_n = c_n / ||c_n||_2`` with ``c_{l|n} = P(l|n) exp(z_ml)``. For two distinct
+tokens ``l, l'`` of ``n``:
+
+* relative gain ``r_{l/l'|n}(t) = f~_nl^2(t) / f~_nl'^2(t) - 1`` (:func:`relative_gain`);
+* growth factor ``chi_l(t) = exp(2 (z_ml(t) - z_ml(0)))`` (:func:`growth_factor`);
+* Eqn 11: ``r_{l/l'|n}(t) = r_{l/l'|n}(0) chi_l(t)`` whenever every distinct token of ``n`` moves as
+  ``z-dot_ml = A_n(t) f~_nl^2`` with one rate ``A_n(t)`` (Theorem 2(a): ``A_n = eta_Z gamma pi_n xi_n``);
+* Eqn 12: with ``B_n(t) = int_0^t A_n``, a dominant token ``l_0`` (``r_{l_0/l|n}(0) > 0`` for every
+  other distinct ``l``) whose class's common logits do not grow has
+  ``exp(2 f~_nl0^2(0) B_n) <= chi_l0 <= exp(2 B_n)`` (:func:`dominant_token_bounds`).
+
+The attention dynamics themselves (Eqn 10, Theorem 1's ``gamma`` and ``xi``) come from
+:mod:`scansnap.theory.fates`; :func:`integrate_eqn10` integrates them with ``scipy``'s ``solve_ivp``
+and also accumulates ``B_n``. Arrays are numpy float64 unless stated; token ids index the last axis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.integrate import solve_ivp
+from scipy.stats import rankdata
+
+from scansnap._checks import check_int, check_positive
+from scansnap.data import SequenceClasses
+from scansnap.theory.fates import eqn10_zdot, speed_gamma_at, unit_scores, xi_coefficients
+
+__all__ = [
+    "Eqn10Run",
+    "distinct_flow",
+    "dominant_token",
+    "dominant_token_bounds",
+    "drop_steps",
+    "eqn11_deviation",
+    "growth_factor",
+    "integrate_eqn10",
+    "rank_correlation",
+    "relative_gain",
+    "top_set",
+]
+
+F64 = torch.float64
+
+
+def _array(name: str, x: object, ndim: int | None = None) -> np.ndarray:
+    """``x`` as a finite float64 numpy array (torch tensors are converted)."""
+    a = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    if not np.issubdtype(a.dtype, np.number):
+        raise ValueError(f"{name}: must be numeric; got dtype {a.dtype}")
+    a = a.astype(np.float64)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name}: must have {ndim} dimension(s); got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: must be finite (no nan or inf)")
+    return a
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run torch on one intra-op thread (restored afterwards): an ODE right-hand side is a few tiny
+    tensor operations, for which a busy thread pool costs far more than it saves (results are equal)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _times(t: object) -> np.ndarray:
+    times = _array("t", t, ndim=1)
+    if len(times) < 2 or times[0] != 0 or not (np.diff(times) > 0).all():
+        raise ValueError("t: must be increasing with t[0] = 0 and at least 2 entries")
+    return times
+
+
+def relative_gain(ft: np.ndarray, l: int, l_prime: int) -> np.ndarray:
+    """Theorem 3's relative gain ``r_{l/l'|n} = f~_nl^2 / f~_nl'^2 - 1``: ``ft`` ``(..., M)`` -> ``(...)``.
+
+    ``ft`` may be the ``l2``- or the ``l1``-normalized attention (the ratio is the same).
+    """
+    f = _array("ft", ft)
+    M = f.shape[-1]
+    check_int("l", l, low=0, high=M - 1)
+    check_int("l_prime", l_prime, low=0, high=M - 1)
+    if (f[..., l_prime] <= 0).any():
+        raise ValueError(f"l_prime: token {l_prime} must have positive attention")
+    return f[..., l] ** 2 / f[..., l_prime] ** 2 - 1.0
+
+
+def growth_factor(z: np.ndarray, z0: np.ndarray | float) -> np.ndarray:
+    """Theorem 3's growth factor ``chi_l = exp(2 (z_ml(t) - z_ml(0)))`` (elementwise, broadcasting)."""
+    return np.exp(2.0 * (_array("z", z) - _array("z0", z0)))
+
+
+def dominant_token_bounds(ft0: float | np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eqn 12: ``(exp(2 f~_nl0^2(0) B_n), exp(2 B_n))``, the bounds on the dominant token's ``chi_l0``.
+
+    Args:
+        ft0: ``f~_nl0(0)`` in ``[0, 1]`` (scalar or broadcastable to ``B``).
+        B: ``B_n(t) = int_0^t A_n >= 0``, any shape.
+    """
+    f0, b = _array("ft0", ft0), _array("B", B)
+    if (f0 < 0).any() or (f0 > 1).any():
+        raise ValueError("ft0: must lie in [0, 1]")
+    if (b < 0).any():
+        raise ValueError("B: must be >= 0")
+    return np.exp(2.0 * f0**2 * b), np.exp(2.0 * b)
+
+
+def dominant_token(probs: np.ndarray, z0: np.ndarray, tokens: np.ndarray) -> int:
+    """The token of ``tokens`` with the largest ``P(l|n) exp(z_ml(0))`` (Sec. 5, "initial value as prior").
+
+    Args:
+        probs, z0: ``(M,)`` ``P(l|n)`` and the initial logits of the class's query row.
+        tokens: candidate token ids, e.g. the distinct tokens ``G_DT(n)``.
+    """
+    p, z = _array("probs", probs, ndim=1), _array("z0", z0, ndim=1)
+    if p.shape != z.shape:
+        raise ValueError(f"z0: must have the shape of probs {p.shape}; got {z.shape}")
+    idx = np.asarray(tokens, dtype=np.int64)
+    if idx.ndim != 1 or len(idx) == 0 or idx.min() < 0 or idx.max() >= len(p):
+        raise ValueError(f"tokens: must be a non-empty 1-D array of ids in [0, {len(p) - 1}]")
+    if (p[idx] <= 0).any():
+        raise ValueError("tokens: every candidate needs P(l|n) > 0")
+    return int(idx[np.argmax(np.log(p[idx]) + z[idx])])
+
+
+@dataclass(frozen=True)
+class Eqn10Run:
+    """A solution of Eqn 10 with the rates ``A_n`` and the bounds ``B_n`` of Theorem 3.
+
+    Attributes:
+        t: ``(S,)`` times (SGD steps).
+        logits: ``(S, K, M)``; ``logits[s, n] = z_{psi(n)}(t_s)``.
+        ft: ``(S, K, M)``, Lemma 2's ``f~_n(t_s)``.
+        rate: ``(S, K)``, ``A_n(t) = eta_Z gamma(t) pi_n xi_n(t)`` with ``pi_n = 1/K``.
+        B: ``(S, K)``, ``B_n(t) = int_0^t A_n``.
+    """
+
+    t: np.ndarray
+    logits: np.ndarray
+    ft: np.ndarray
+    rate: np.ndarray
+    B: np.ndarray
+
+
+def integrate_eqn10(
+    classes: SequenceClasses,
+    eta_Y: float,
+    eta_Z: float,
+    t: np.ndarray,
+    Z0: torch.Tensor | np.ndarray | None = None,
+    *,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+) -> Eqn10Run:
+    """Integrate Eqn 10 (:func:`scansnap.theory.fates.eqn10_zdot`) and ``B_n`` with ``solve_ivp`` (DOP853).
+
+    The decoder enters through ``gamma(t)`` (:func:`scansnap.theory.fates.speed_gamma_at`, Lemma 6
+    at class time ``t / K``); classes are uniform (``pi_n = 1/K``).
+
+    Args:
+        classes: the sequence classes.
+        eta_Y, eta_Z: learning rates ``> 0``.
+        t: ``(S,)`` increasing output times with ``t[0] = 0``.
+        Z0: ``(M, M)`` initial attention logits (default 0).
+        rtol, atol: tolerances of the integrator.
+    """
+    check_positive("eta_Y", eta_Y)
+    check_positive("eta_Z", eta_Z)
+    check_positive("rtol", rtol)
+    check_positive("atol", atol)
+    times = _times(t)
+    K, M = classes.K, classes.M
+    start = np.zeros((M, M)) if Z0 is None else _array("Z0", Z0, ndim=2)
+    if start.shape != (M, M):
+        raise ValueError(f"Z0: must have shape ({M}, {M}); got {start.shape}")
+    rows = torch.unique(classes.query)  # only the query rows of Z move
+    Q = len(rows)
+
+    def full(y: np.ndarray) -> torch.Tensor:
+        Z = torch.as_tensor(start, dtype=F64).clone()
+        Z[rows] = torch.as_tensor(y[: Q * M], dtype=F64).reshape(Q, M)
+        return Z
+
+    def rate(Z: torch.Tensor, t_: float) -> tuple[np.ndarray, float]:
+        gamma = float(speed_gamma_at(t_, M, K, eta_Y))
+        return (eta_Z * gamma / K * xi_coefficients(unit_scores(classes, Z), M)).numpy(), gamma
+
+    def rhs(t_: float, y: np.ndarray) -> np.ndarray:
+        Z = full(y)
+        A, gamma = rate(Z, t_)
+        return np.concatenate([eqn10_zdot(classes, Z, gamma, eta_Z)[rows].numpy().ravel(), A])
+
+    y0 = np.concatenate([start[rows.numpy()].ravel(), np.zeros(K)])
+    with _one_thread():
+        sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol)
+        if not sol.success:  # pragma: no cover - the system is smooth
+            raise RuntimeError(f"integrate_eqn10: solve_ivp failed: {sol.message}")
+        Zs = [full(y) for y in sol.y.T]
+        return Eqn10Run(
+            t=times,
+            logits=np.stack([Z[classes.query].numpy() for Z in Zs]),
+            ft=np.stack([unit_scores(classes, Z).numpy() for Z in Zs]),
+            rate=np.stack([rate(Z, float(s))[0] for Z, s in zip(Zs, times, strict=True)]),
+            B=sol.y.T[:, Q * M :],
+        )
+
+
+def distinct_flow(
+    probs: np.ndarray, distinct: np.ndarray, rate: float, t: np.ndarray, z0: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """One class whose distinct tokens move at a constant rate, ``z-dot_l = rate f~_l^2``, other logits frozen.
+
+    The first fate of Sec. 5: ``xi_n`` bounded away from 0 (here ``A_n = rate``), so ``B_n = rate t``
+    grows without bound.
+
+    Args:
+        probs: ``(M,)`` ``P(l|n)``; distinct: ``(M,)`` bool mask of ``G_DT(n)``.
+        rate: ``A_n > 0``; t: ``(S,)`` increasing times with ``t[0] = 0``; z0: ``(M,)`` initial logits (default 0).
+
+    Returns:
+        ``z`` ``(S, M)`` and ``f~`` ``(S, M)`` (``l2``-normalized ``P exp(z)``).
+    """
+    p = _array("probs", probs, ndim=1)
+    if (p < 0).any() or p.sum() <= 0:
+        raise ValueError("probs: must be non-negative with a positive entry")
+    mask = np.asarray(distinct)
+    if mask.dtype != bool or mask.shape != p.shape:
+        raise ValueError(f"distinct: must be a bool mask of shape {p.shape}; got {mask.dtype} {mask.shape}")
+    check_positive("rate", rate)
+    times = _times(t)
+    start = np.zeros_like(p) if z0 is None else _array("z0", z0, ndim=1)
+    if start.shape != p.shape:
+        raise ValueError(f"z0: must have the shape of probs {p.shape}; got {start.shape}")
+
+    def unit(z: np.ndarray) -> np.ndarray:
+        c = p * np.exp(z - z[..., p > 0].max(axis=-1, keepdims=True))
+        return c / np.linalg.norm(c, axis=-1, keepdims=True)
+
+    sol = solve_ivp(lambda _, z: np.where(mask, rate * unit(z) ** 2, 0.0), (0.0, float(times[-1])), start,
+                    method="DOP853", t_eval=times, rtol=1e-10, atol=1e-12)
+    if not sol.success:  # pragma: no cover
+        raise RuntimeError(f"distinct_flow: solve_ivp failed: {sol.message}")
+    z = sol.y.T
+    return z, unit(z)
+
+
+def eqn11_deviation(
+    f: np.ndarray, probs: np.ndarray, distinct: np.ndarray, l0: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """How far trained attention is from Eqn 11: ``|r_{l0/l|n}(t) / (r_{l0/l|n}(0) chi_l0(t)) - 1|``.
+
+    The logits are read back from the attention: on ``supp(n)``, ``z_ml = log(f_nl / P(l|n)) + const``,
+    and the constant is fixed by the invariant of gradient training (Lemma 1): when class ``n`` is the
+    only class of its query ``m`` (as in Syn-Small), every update of row ``m`` sums to 0 over
+    ``supp(n)``, so from ``Z(0) = 0`` the logits on ``supp(n)`` sum to 0 at every step (SGD with or
+    without momentum; not Adam).
+
+    Args:
+        f: ``(S, M)`` attention snapshots ``f_n = c_n / 1^T c_n`` of one class (row 0 the start),
+            positive on its support.
+        probs: ``(M,)`` ``P(l|n)``; distinct: ``(M,)`` bool mask of ``G_DT(n)`` (at least 2 tokens).
+        l0: the reference distinct token (default: the most frequent one).
+
+    Returns:
+        ``chi_l0`` ``(S,)`` and the deviation ``(L - 1, S)`` for the other distinct tokens ``l`` (in
+        increasing id order).
+    """
+    fn, p = _array("f", f, ndim=2), _array("probs", probs, ndim=1)
+    mask = np.asarray(distinct)
+    if fn.shape[1] != len(p) or mask.shape != p.shape or mask.dtype != bool:
+        raise ValueError(f"distinct: f (S, M), probs (M,) and distinct (M,) bool must agree; got {fn.shape}, "
+                         f"{p.shape}, {mask.dtype} {mask.shape}")
+    support = p > 0
+    if not (mask <= support).all() or mask.sum() < 2:
+        raise ValueError("distinct: must mark at least 2 tokens of the support of probs")
+    if (fn[:, support] <= 0).any():
+        raise ValueError("f: must be positive on the support of probs")
+    D = np.flatnonzero(mask)
+    l0 = int(D[np.argmax(p[D])]) if l0 is None else check_int("l0", l0, low=0, high=len(p) - 1)
+    if l0 not in D:
+        raise ValueError(f"l0: must be one of the distinct tokens {D.tolist()}; got {l0}")
+    z = np.log(fn[:, support] / p[support])
+    z -= z.mean(axis=1, keepdims=True)  # the gauge: logits on supp(n) sum to 0
+    col = {int(l): i for i, l in enumerate(np.flatnonzero(support))}
+    chi = growth_factor(z[:, col[l0]], z[0, col[l0]])
+    r = np.stack([relative_gain(fn, l0, int(l)) for l in D if l != l0])  # (L - 1, S)
+    return chi, np.abs(r / (r[:, :1] * chi) - 1.0)
+
+
+def drop_steps(share: np.ndarray, tau: float) -> np.ndarray:
+    """The scanning order: for each token, the first snapshot index at which ``share`` falls below
+    ``tau`` times its initial value; ``S`` (one past the last) for a token that never does.
+
+    Args:
+        share: ``(S, L)`` attention of ``L`` tokens at ``S`` snapshots (row 0 the start, positive).
+        tau: threshold fraction in ``(0, 1)``.
+
+    Returns:
+        ``(L,)`` int64.
+    """
+    a = _array("share", share, ndim=2)
+    if not (0 < tau < 1):
+        raise ValueError(f"tau: must lie in (0, 1); got {tau}")
+    if (a[0] <= 0).any():
+        raise ValueError("share: the initial share of every token must be > 0")
+    below = a < tau * a[0]
+    return np.where(below.any(axis=0), below.argmax(axis=0), a.shape[0]).astype(np.int64)
+
+
+def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
+    """Spearman's rank correlation of two 1-D arrays (average ranks for ties); ``nan`` if either is constant."""
+    x, y = _array("a", a, ndim=1), _array("b", b, ndim=1)
+    if x.shape != y.shape or len(x) < 2:
+        raise ValueError(f"b: must have the shape of a, with >= 2 entries; got {x.shape} and {y.shape}")
+    rx, ry = rankdata(x) - (len(x) + 1) / 2, rankdata(y) - (len(y) + 1) / 2
+    denom = np.sqrt((rx**2).sum() * (ry**2).sum())
+    return float((rx * ry).sum() / denom) if denom > 0 else float("nan")
+
+
+def top_set(share: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> frozenset[int]:
+    """The fewest tokens that together hold at least ``mass`` of ``share`` (larger share first, ties by
+    smaller id): which subset of distinct tokens an attention pattern picks (paper Fig. 5).
+
+    Args:
+        share: ``(L,)`` non-negative attention of the tokens ``tokens`` ``(L,)``.
+        mass: fraction of the total, in ``(0, 1]``.
+    """
+    s = _array("share", share, ndim=1)
+    ids = np.asarray(tokens, dtype=np.int64)
+    if ids.shape != s.shape:
+        raise ValueError(f"tokens: must have the shape of share {s.shape}; got {ids.shape}")
+    if (s < 0).any() or s.sum() <= 0:
+        raise ValueError("share: must be non-negative with a positive total")
+    if not (0 < mass <= 1):
+        raise ValueError(f"mass: must lie in (0, 1]; got {mass}")
+    order = np.lexsort((ids, -s))
+    cum = np.cumsum(s[order]) / s.sum()
+    k = min(int(np.searchsorted(cum, mass * (1 - 1e-12))) + 1, len(s))
+    return frozenset(int(i) for i in ids[order[:k]])

@@ -1,0 +1,200 @@
+"""scansnap.theory.scanning: Theorem 3 (Eqn 11-12), the Eqn-10 integration, the scanning order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import names
+from scipy.stats import spearmanr
+
+from scansnap import train
+from scansnap.data import SequenceClasses, sequence_classes, syn_small
+from scansnap.theory import scanning as sc
+from scansnap.theory.fates import eqn10_zdot
+
+
+@pytest.fixture(scope="module")
+def small() -> SequenceClasses:
+    """Syn-Small (module scope, overriding conftest's, so that one Eqn-10 run serves several tests)."""
+    return syn_small()
+
+
+@pytest.fixture(scope="module")
+def shared_query() -> SequenceClasses:
+    """4 classes, two per query: 2 common tokens, 3 distinct tokens each."""
+    return sequence_classes(num_query=2, next_per_query=2, num_common=2, num_distinct=3,
+                            distinct_min=0.2, distinct_max=1.0)
+
+
+@pytest.fixture(scope="module")
+def small_run(small: SequenceClasses) -> sc.Eqn10Run:
+    t = np.concatenate([[0.0], np.geomspace(0.5, 300.0, 25)])
+    return sc.integrate_eqn10(small, 1.0, 1.0, t)
+
+
+def _eqn11_error(ft: np.ndarray, z: np.ndarray, tokens: np.ndarray) -> float:
+    err = 0.0
+    for l in tokens:
+        for lp in tokens[tokens != l]:
+            r = sc.relative_gain(ft, int(l), int(lp))
+            pred = r[0] * sc.growth_factor(z[:, l], z[0, l])
+            err = max(err, float(np.max(np.abs(r - pred) / np.abs(pred))))
+    return err
+
+
+def test_relative_gain_and_growth_factor_values() -> None:
+    ft = np.array([[0.6, 0.8, 0.0], [0.8, 0.6, 0.0]])
+    np.testing.assert_allclose(sc.relative_gain(ft, 1, 0), [0.64 / 0.36 - 1, 0.36 / 0.64 - 1])
+    assert sc.relative_gain(ft[0], 0, 0) == 0.0
+    np.testing.assert_allclose(sc.growth_factor(np.array([0.0, 0.5]), 0.0), [1.0, np.e])
+    lower, upper = sc.dominant_token_bounds(0.5, np.array([0.0, 1.0, 2.0]))
+    np.testing.assert_allclose(lower, np.exp([0.0, 0.5, 1.0]))
+    np.testing.assert_allclose(upper, np.exp([0.0, 2.0, 4.0]))
+    assert (lower <= upper).all()
+
+
+def test_eqn11_holds_on_eqn10_syn_small(small: SequenceClasses, small_run: sc.Eqn10Run) -> None:
+    """The Eqn-10 integration satisfies Eqn 11 to integrator accuracy, and Eqn 12's bounds."""
+    for n in range(small.K):
+        D = small.distinct(n).numpy()
+        assert _eqn11_error(small_run.ft[:, n], small_run.logits[:, n], D) < 1e-7
+        l0 = D[-1]
+        chi = sc.growth_factor(small_run.logits[:, n, l0], 0.0)
+        lower, upper = sc.dominant_token_bounds(small_run.ft[0, n, l0], small_run.B[:, n])
+        assert (chi >= lower * (1 - 1e-9)).all() and (chi <= upper * (1 + 1e-9)).all()
+        assert chi[-1] > 1.5, "the attention must have moved"
+    assert (np.diff(small_run.B, axis=0) >= 0).all() and (small_run.rate >= 0).all()
+    # Eqn 10 keeps each query row's sum (Lemma 1's invariant): zero from Z(0) = 0
+    assert np.abs(small_run.logits.sum(-1)).max() < 1e-8
+
+
+def test_integrate_eqn10_matches_eqn10_zdot_and_shared_queries(shared_query: SequenceClasses) -> None:
+    """A random start, two classes sharing a query: rows stay equal; the first step follows eqn10_zdot."""
+    g = torch.Generator().manual_seed(3)
+    Z0 = 0.3 * torch.randn(shared_query.M, shared_query.M, generator=g, dtype=torch.float64)
+    t = np.array([0.0, 2.0, 2.0 + 1e-4, 50.0])
+    run = sc.integrate_eqn10(shared_query, 2.0, 0.5, t, Z0)
+    np.testing.assert_allclose(run.logits[:, 0], run.logits[:, 1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(run.logits[:, 2], run.logits[:, 3], rtol=0, atol=1e-12)
+    # finite difference between t = 2 and 2 + 1e-4 against the velocity of Eqn 10 (gamma at t = 2)
+    from scansnap.theory.fates import speed_gamma_at
+
+    Z = Z0.clone()
+    Z[shared_query.query] = torch.as_tensor(run.logits[1])  # every query row at t = 2
+    gamma = float(speed_gamma_at(2.0, shared_query.M, shared_query.K, 2.0))
+    v = eqn10_zdot(shared_query, Z, gamma, 0.5)[shared_query.query[0]].numpy()
+    fd = (run.logits[2, 0] - run.logits[1, 0]) / 1e-4
+    assert np.abs(fd - v).max() < 1e-3 * np.abs(v).max() and np.abs(v).max() > 1e-3
+    for n in range(shared_query.K):
+        D = shared_query.distinct(n).numpy()
+        assert _eqn11_error(run.ft[:, n], run.logits[:, n], D) < 1e-7
+
+
+def test_distinct_flow_closed_form_and_winner_take_all(small: SequenceClasses) -> None:
+    """Constant rate: the integrated form exp(-2 z) linear in I(t) across tokens (Eqn 11), and l0 takes all."""
+    p = small.probs[0].numpy()
+    mask = small.distinct_mask()[0].numpy()
+    t = np.concatenate([[0.0], np.geomspace(1.0, 3000.0, 30)])
+    z, ft = sc.distinct_flow(p, mask, 0.05, t)
+    D = np.flatnonzero(mask)
+    assert _eqn11_error(ft, z, D) < 1e-7
+    assert (z[:, ~mask] == 0).all()  # other logits frozen
+    # 1/q_l - 1/q_l' is constant in time (q_l = P_l^2 exp(2 z_l)): the invariant behind Eqn 11
+    inv = 1 / (p[D[0]] ** 2 * np.exp(2 * z[:, D[0]])) - 1 / (p[D[-1]] ** 2 * np.exp(2 * z[:, D[-1]]))
+    assert np.abs(inv / inv[0] - 1).max() < 1e-7
+    share = ft[-1, D] / ft[-1, D].sum()
+    assert share[-1] > 0.99 and np.argmax(ft[-1]) == D[-1]
+
+
+def test_dominant_token_is_the_prior() -> None:
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    assert sc.dominant_token(p, np.zeros(4), np.array([0, 1, 2, 3])) == 3
+    assert sc.dominant_token(p, np.array([0.0, 0.0, 0.5, 0.0]), np.array([0, 1, 2, 3])) == 2  # 0.3 e^.5 > 0.4
+    assert sc.dominant_token(p, np.zeros(4), np.array([0, 1])) == 1
+
+
+def test_drop_steps() -> None:
+    share = np.array([[1.0, 2.0, 4.0], [0.9, 2.0, 4.0], [0.4, 1.5, 4.0], [0.1, 0.9, 5.0]])
+    np.testing.assert_array_equal(sc.drop_steps(share, 0.5), [2, 3, 4])
+    np.testing.assert_array_equal(sc.drop_steps(share, 0.95), [1, 2, 4])
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_rank_correlation_equals_scipy(ties: bool) -> None:
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=20), rng.normal(size=20)
+    if ties:
+        a, b = np.round(a), np.round(b)
+    assert sc.rank_correlation(a, b) == pytest.approx(spearmanr(a, b).statistic, abs=1e-12)
+    assert sc.rank_correlation(a, a) == pytest.approx(1.0)
+    assert sc.rank_correlation(a, -a) == pytest.approx(-1.0)
+    assert np.isnan(sc.rank_correlation(np.ones(5), np.arange(5.0)))
+
+
+def test_top_set() -> None:
+    ids = np.array([10, 11, 12, 13])
+    assert sc.top_set(np.array([0.1, 0.2, 0.3, 0.4]), ids) == {13, 12}  # 0.7 >= 0.5 after two
+    assert sc.top_set(np.array([0.1, 0.2, 0.3, 0.4]), ids, mass=0.4) == {13}
+    assert sc.top_set(np.array([0.25, 0.25, 0.25, 0.25]), ids) == {10, 11}  # ties: smaller ids first
+    assert sc.top_set(np.array([1.0, 0.0, 0.0, 0.0]), ids, mass=1.0) == {10}
+
+
+def test_eqn11_deviation_is_zero_on_eqn10_and_reads_trained_logits(small: SequenceClasses,
+                                                                    small_run: sc.Eqn10Run) -> None:
+    p, mask = small.probs[0].numpy(), small.distinct_mask()[0].numpy()
+    f = small_run.ft[:, 0] / small_run.ft[:, 0].sum(-1, keepdims=True)
+    chi, dev = sc.eqn11_deviation(f, p, mask)
+    assert dev.shape == (9, len(small_run.t)) and dev.max() < 1e-7
+    np.testing.assert_allclose(chi, sc.growth_factor(small_run.logits[:, 0, 19], 0.0), rtol=1e-9)
+    # from trained attention (SGD from Z(0) = 0) the logits read back are the trained ones
+    h = train.train(small, 1.0, 1.0, steps=15, batch=32, T=64, seed=2, snapshot_steps=range(16))
+    chi, dev = sc.eqn11_deviation(h.attention[:, 0, 0].numpy(), p, mask)
+    np.testing.assert_allclose(chi[-1], np.exp(2 * h.Z[0, small.query[0], 19].item()), rtol=1e-10)
+    assert 1e-4 < dev.max() < 10, "training is close to, but not exactly, Eqn 11"
+
+
+def test_integrate_eqn10_rows_sum_preserved_with_eqn10_zdot(small: SequenceClasses) -> None:
+    """The velocity of Eqn 10 sums to zero over every query row (used by eqn11_deviation's gauge)."""
+    g = torch.Generator().manual_seed(1)
+    Z = torch.randn(small.M, small.M, generator=g, dtype=torch.float64)
+    v = eqn10_zdot(small, Z, 0.7, 1.3)
+    assert v.sum(-1).abs().max() < 1e-14
+
+
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [
+        (lambda: sc.relative_gain(np.array([0.5, 0.0]), 0, 1), "l_prime"),
+        (lambda: sc.relative_gain(np.array([0.5, 0.5]), 2, 1), "l"),
+        (lambda: sc.growth_factor(np.array([np.nan]), 0.0), "z"),
+        (lambda: sc.dominant_token_bounds(1.5, np.array([1.0])), "ft0"),
+        (lambda: sc.dominant_token_bounds(0.5, np.array([-1.0])), "B"),
+        (lambda: sc.dominant_token(np.array([0.5, 0.5]), np.zeros(3), np.array([0])), "z0"),
+        (lambda: sc.dominant_token(np.array([0.5, 0.5]), np.zeros(2), np.array([2])), "tokens"),
+        (lambda: sc.drop_steps(np.ones((3, 2)), 1.0), "tau"),
+        (lambda: sc.drop_steps(np.zeros((3, 2)), 0.5), "share"),
+        (lambda: sc.rank_correlation(np.ones(3), np.ones(4)), "b"),
+        (lambda: sc.top_set(np.ones(3), np.arange(3), mass=0.0), "mass"),
+        (lambda: sc.top_set(np.ones(3), np.arange(2)), "tokens"),
+        (lambda: sc.distinct_flow(np.array([0.5, 0.5]), np.array([True, False]), 0.0, np.array([0.0, 1.0])), "rate"),
+        (lambda: sc.distinct_flow(np.array([0.5, 0.5]), np.array([1, 0]), 1.0, np.array([0.0, 1.0])), "distinct"),
+        (lambda: sc.distinct_flow(np.array([0.5, 0.5]), np.array([True, False]), 1.0, np.array([1.0, 2.0])), "t"),
+        (lambda: sc.eqn11_deviation(np.ones((2, 3)) / 3, np.ones(3) / 3, np.array([True, False, False])),
+         "distinct"),
+    ],
+)
+def test_bad_input_names_the_parameter(call, param: str) -> None:
+    with pytest.raises(ValueError, match=names(param)):
+        call()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [(dict(eta_Y=0.0), "eta_Y"), (dict(eta_Z=-1.0), "eta_Z"), (dict(t=np.array([1.0, 2.0])), "t"),
+     (dict(t=np.array([0.0, 2.0, 1.0])), "t"), (dict(Z0=np.zeros((3, 3))), "Z0"), (dict(rtol=0.0), "rtol")],
+)
+def test_integrate_eqn10_rejects(small: SequenceClasses, kwargs: dict, param: str) -> None:
+    args = dict(eta_Y=1.0, eta_Z=1.0, t=np.array([0.0, 1.0])) | kwargs
+    with pytest.raises(ValueError, match=names(param)):
+        sc.integrate_eqn10(small, **args)
