@@ -35,7 +35,7 @@ BUILD := $(BOOK_OUT)/_build
 HTML := $(BUILD)/html
 FIGURES := _extra/figures
 
-.PHONY: help venv book smoke test site-test lint bench clean clean-cache
+.PHONY: help venv book smoke test site-test lint bench bench-sweep clean clean-cache
 
 help:
 	@echo "make book         build the book strictly (-W -n --keep-going) into $(HTML) and check it"
@@ -44,6 +44,7 @@ help:
 	@echo "make smoke        build the book with SCANSNAP_PROFILE=smoke (fast, small experiments)"
 	@echo "make lint         ruff check"
 	@echo "make bench        run benchmarks/bench_train.py"
+	@echo "make bench-sweep  run benchmarks/bench_sweep.py (Chapter 7's 640-run sweep against the reference)"
 	@echo "make clean        remove built pages, keep the execution cache"
 	@echo "make clean-cache  remove the execution cache, the built pages and $(FIGURES)"
 	@echo "make venv         create .venv and install requirements.txt (done by the targets above)"
@@ -90,6 +91,9 @@ lint: venv
 
 bench: venv
 	$(BIN)/python benchmarks/bench_train.py
+
+bench-sweep: venv
+	$(BIN)/python benchmarks/bench_sweep.py
 
 clean:
 	@if [ -x $(BIN)/jupyter-book ] && [ -d _build ]; then $(BIN)/jupyter-book clean .; \

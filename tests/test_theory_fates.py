@@ -9,7 +9,7 @@ from conftest import gen, names
 
 from scansnap import data, train
 from scansnap.model import init_params
-from scansnap.theory import fates
+from scansnap.theory import decoder, fates
 
 F64 = torch.float64
 
@@ -179,22 +179,25 @@ def test_fate_counts_on_a_made_up_trajectory(small) -> None:
     assert c.min_distinct_move == pytest.approx(-0.3) and c.max_common_move == pytest.approx(0.1)
 
 
-def test_lemma6_margin_solves_lemma6() -> None:
+def test_speed_gamma_is_theorem1_gamma() -> None:
+    """speed_gamma(_at) are torch views of scansnap.theory.decoder's gamma_of_h and gamma."""
     M, eta = 50, 0.7
     s = torch.tensor([0.0, 1e-3, 0.5, 3.0, 40.0, 1e3, 1e6], dtype=F64)
-    h = fates.lemma6_margin(s, M, eta)
-    lhs = torch.expm1(M * h) / M + (M - 1) * h
-    torch.testing.assert_close(lhs, eta * s, rtol=1e-12, atol=1e-15)
+    h = decoder.lemma6_h(s.numpy(), M, eta)
+    np.testing.assert_array_equal(fates.speed_gamma(torch.from_numpy(h), M).numpy(), decoder.gamma_of_h(h, M))
+    gam = fates.speed_gamma_at(4 * s, M, 4, eta).numpy()
+    np.testing.assert_array_equal(gam, decoder.gamma(4 * s.numpy(), M, 4, eta))
     # gamma ~ eta t / K early (Theorem 1(b))
     t = 1e-3
     assert float(fates.speed_gamma_at(t, M, 4, eta)) == pytest.approx(eta * t / 4, rel=1e-3)
 
 
-def test_eqn10_batched_over_leading_axes(small) -> None:
-    Zs = torch.randn(3, small.M, small.M, generator=gen(2), dtype=F64)
-    gam = torch.tensor([0.1, 0.2, 0.3], dtype=F64)
+@pytest.mark.parametrize("B", [3, 2])  # B = K = 2: a batch as long as the number of classes
+def test_eqn10_batched_over_leading_axes(small, B: int) -> None:
+    Zs = torch.randn(B, small.M, small.M, generator=gen(2), dtype=F64)
+    gam = torch.tensor([0.1, 0.2, 0.3][:B], dtype=F64)
     batched = fates.eqn10_zdot(small, Zs, gam)
-    for i in range(3):
+    for i in range(B):
         torch.testing.assert_close(batched[i], fates.eqn10_zdot(small, Zs[i], float(gam[i])), rtol=0, atol=1e-15)
     np.testing.assert_array_equal(batched[:, :30].numpy(), 0.0)  # only query rows move
 
@@ -220,4 +223,6 @@ def test_bad_input_is_rejected(small) -> None:
     with pytest.raises(ValueError, match=names("Z")):
         fates.fate_counts(Z[None], small)
     with pytest.raises(ValueError, match=names("s")):
-        fates.lemma6_margin(-1.0, 10, 1.0)
+        fates.speed_gamma_at(-1.0, 10, 2, 1.0)
+    with pytest.raises(ValueError, match=names("h")):
+        fates.speed_gamma(-1.0, 10)

@@ -23,22 +23,26 @@ with ``P(l|n) = P_l``, symmetric ``Z``): every common token ``l`` has
 ``z-dot_ml = -eta_Z gamma (sum_n pi_n) (K - 1) beta eps_l^2 (1 - S) < 0`` with ``eps_l = f~_nl``,
 ``S = sum_{c common} eps_c^2`` and ``beta`` of :func:`corollary2_beta`.
 
-Everything here is torch float64; ``Z`` is ``(M, M)`` (``Z[m, l]``: key ``l`` for query ``m``) with
-optional leading axes where stated. :func:`population_zdot` is the exact gradient of the model's
-population loss (no Theorem 1), the reference Eqn 10 is checked against.
+Theorem 1's quantities (``F``, ``E``, ``iota``, ``beta``, ``xi``, ``gamma``, ``g_n``) are defined once, in
+:mod:`scansnap.theory.decoder`; the functions here of those names are torch views of them (rows
+``f~_n`` instead of columns, optional leading axes). Everything here is torch float64; ``Z`` is
+``(M, M)`` (``Z[m, l]``: key ``l`` for query ``m``) with optional leading axes where stated.
+:func:`population_zdot` is the exact gradient of the model's population loss (no Theorem 1), the
+reference Eqn 10 is checked against.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.special import wrightomega
 
 from scansnap._checks import check_int, check_positive, check_tensor
 from scansnap.data import SequenceClasses, sequence_classes, syn_medium, syn_small
 from scansnap.model import YZModel
+from scansnap.theory import decoder
 
 __all__ = [
     "FateCounts",
@@ -50,7 +54,6 @@ __all__ = [
     "eqn10_zdot",
     "example_families",
     "fate_counts",
-    "lemma6_margin",
     "logits_from_attention",
     "overlap_gram",
     "population_zdot",
@@ -166,26 +169,41 @@ def example_families() -> dict[str, SequenceClasses]:
 
 
 # ----------------------------------------------------------------------------------------------
-# Theorem 1's quantities (computed here from their definitions)
+# Theorem 1's quantities: torch views (rows ``f~_n``, optional leading axes) of scansnap.theory.decoder
 # ----------------------------------------------------------------------------------------------
 
 
+def _per_item(
+    fn: Callable[[np.ndarray], np.ndarray | tuple[np.ndarray, ...]], x: torch.Tensor, core: int
+) -> torch.Tensor | tuple[torch.Tensor, ...]:
+    """Apply the numpy function ``fn`` to each ``x[i]`` of the leading axes (``core`` trailing axes per item)
+    and stack its (tuple of) results as float64 tensors with the same leading axes."""
+    lead = x.shape[: x.ndim - core]
+    xs = x.detach().to(F64).reshape(-1, *x.shape[x.ndim - core:]).numpy()
+    outs = [fn(item) for item in xs]
+    single = not isinstance(outs[0], tuple)
+    cols = [[o] if single else list(o) for o in outs]
+    res = tuple(torch.from_numpy(np.stack([c[j] for c in cols])).reshape(*lead, *np.shape(cols[0][j]))
+                for j in range(len(cols[0])))
+    return res[0] if single else res
+
+
 def unit_scores(classes: SequenceClasses, Z: torch.Tensor) -> torch.Tensor:
-    """Lemma 2's ``f~_n = c_n / ||c_n||_2`` of every class: ``Z`` ``(..., M, M)`` -> ``(..., K, M)``."""
-    f = classes.population(Z)
-    return f / torch.linalg.vector_norm(f, dim=-1, keepdim=True)
+    """Lemma 2's ``f~_n = c_n / ||c_n||_2`` of every class: ``Z`` ``(..., M, M)`` -> ``(..., K, M)``
+    (the rows of :func:`scansnap.theory.decoder.unit_inputs`'s ``F``)."""
+    return _per_item(lambda z: decoder.unit_inputs(classes, torch.from_numpy(z))[0].T, Z, 2)
 
 
 def overlap_gram(ft: torch.Tensor) -> torch.Tensor:
-    """``E = F^T F - I`` (zero diagonal, ``E_{nn'} = f~_n . f~_n'``): ``ft`` ``(..., K, M)`` -> ``(..., K, K)``."""
+    """``E = F^T F - I`` (zero diagonal, ``E_{nn'} = f~_n . f~_n'``): ``ft`` ``(..., K, M)`` -> ``(..., K, K)``
+    (:func:`scansnap.theory.decoder.gram`)."""
     check_tensor("ft", ft, shape=(..., -1, -1), floating=True)
-    G = ft @ ft.transpose(-1, -2)
-    return G - torch.eye(ft.shape[-2], dtype=ft.dtype)
+    return _per_item(lambda f: decoder.gram(f.T), ft, 2)
 
 
 def decoder_coefficients(ft: torch.Tensor, M: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Theorem 1's ``iota`` and ``beta``: column ``n`` of ``(I + E)^{-1} (I - 1 1^T / M)`` is
-    ``[.., iota_n at n, .., -beta_{nn'} at n', ..]``.
+    """Theorem 1's ``iota`` and ``beta`` (:func:`scansnap.theory.decoder.theorem1_coefficients`): column ``n``
+    of ``(I + E)^{-1} (I - 1 1^T / M)`` is ``[.., iota_n at n, .., -beta_{nn'} at n', ..]``.
 
     Args:
         ft: ``(..., K, M_tokens)`` unit rows ``f~_n``, linearly independent (``I + E`` invertible).
@@ -195,53 +213,32 @@ def decoder_coefficients(ft: torch.Tensor, M: int) -> tuple[torch.Tensor, torch.
         ``iota`` ``(..., K)`` and ``beta`` ``(..., K, K)`` (``beta[..., n, n']``, zero diagonal).
     """
     check_int("M", M, low=2)
-    E = overlap_gram(ft)
-    K = E.shape[-1]
-    eye = torch.eye(K, dtype=ft.dtype)
-    R = torch.linalg.solve(E + eye, eye - 1.0 / M)  # column n: (I + E)^{-1} (e_n - 1/M)
-    iota = torch.diagonal(R, dim1=-2, dim2=-1)
-    beta = -R.transpose(-1, -2) * (1 - eye)
-    return iota, beta
+    check_tensor("ft", ft, shape=(..., -1, -1), floating=True)
+    return _per_item(lambda f: decoder.theorem1_coefficients(decoder.gram(f.T), M), ft, 2)
 
 
 def xi_coefficients(ft: torch.Tensor, M: int) -> torch.Tensor:
-    """Theorem 1(a)'s ``xi_n = sum_{n' != n} beta_{nn'} E_{nn'}``: ``ft`` ``(..., K, M_tokens)`` -> ``(..., K)``."""
-    _, beta = decoder_coefficients(ft, M)
-    return (beta * overlap_gram(ft)).sum(-1)
+    """Theorem 1(a)'s ``xi_n = sum_{n' != n} beta_{nn'} E_{nn'}`` (:func:`scansnap.theory.decoder.xi`):
+    ``ft`` ``(..., K, M_tokens)`` -> ``(..., K)``."""
+    check_int("M", M, low=2)
+    check_tensor("ft", ft, shape=(..., -1, -1), floating=True)
+    return _per_item(lambda f: decoder.xi(decoder.gram(f.T), M), ft, 2)
 
 
 def speed_gamma(h: torch.Tensor | float, M: int) -> torch.Tensor:
-    """Theorem 1's speed-control coefficient ``gamma = M^2 h / (exp(M h) + M - 1)`` (elementwise, ``h >= 0``)."""
+    """Theorem 1's speed-control coefficient ``gamma = M^2 h / (exp(M h) + M - 1)`` (elementwise, ``h >= 0``):
+    :func:`scansnap.theory.decoder.gamma_of_h` as a tensor."""
     check_int("M", M, low=2)
     h = torch.as_tensor(h, dtype=F64)
     check_tensor("h", h, low=0.0)
-    e = torch.exp(-M * h)  # M^2 h e^{-Mh} / (1 + (M - 1) e^{-Mh}): no overflow
-    return M**2 * h * e / (1 + (M - 1) * e)
-
-
-def lemma6_margin(s: torch.Tensor | float, M: int, eta_Y: float) -> torch.Tensor:
-    """Lemma 6: the ``h(s) >= 0`` with ``(exp(M h) - 1)/M + (M - 1) h = eta_Y s`` (elementwise, ``s >= 0``).
-
-    With ``u = M h``: ``exp(u) + (M - 1) u = C`` where ``C = 1 + M eta_Y s``, so
-    ``u = C/(M-1) - W(exp(C/(M-1)) / (M-1))`` (Lambert ``W``, via ``scipy.special.wrightomega``),
-    then polished by two Newton steps.
-    """
-    check_int("M", M, low=2)
-    check_positive("eta_Y", eta_Y)
-    s = torch.as_tensor(s, dtype=F64)
-    check_tensor("s", s, low=0.0)
-    a = M - 1.0
-    C = 1.0 + M * eta_Y * s.numpy()
-    u = np.maximum(C / a - np.real(wrightomega(C / a - np.log(a))), 0.0)
-    for _ in range(2):  # Newton on exp(u) + a u - C = 0 (convex, increasing: converges from either side)
-        u = np.maximum(u - (np.exp(u) + a * u - C) / (np.exp(u) + a), 0.0)
-    return torch.as_tensor(u / M, dtype=F64)
+    return torch.as_tensor(decoder.gamma_of_h(h.numpy(), M), dtype=F64)
 
 
 def speed_gamma_at(t: torch.Tensor | float, M: int, K: int, eta_Y: float) -> torch.Tensor:
-    """``gamma(t)`` at SGD step ``t`` with uniform classes: :func:`speed_gamma` of ``h = lemma6_margin(t / K)``."""
-    check_int("K", K, low=1)
-    return speed_gamma(lemma6_margin(torch.as_tensor(t, dtype=F64) / K, M, eta_Y), M)
+    """``gamma(t)`` at SGD step ``t`` with uniform classes (Lemma 6's ``h(t / K)``):
+    :func:`scansnap.theory.decoder.gamma` as a tensor."""
+    t = torch.as_tensor(t, dtype=F64)
+    return torch.as_tensor(decoder.gamma(t.numpy(), M, K, eta_Y), dtype=F64)
 
 
 def theorem1_decoder(classes: SequenceClasses, Z: torch.Tensor, h: float) -> torch.Tensor:
@@ -347,12 +344,11 @@ def population_zdot(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor, 
 
 def class_gradients(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
     """The back-propagated gradients ``g_n = Y (e_n - alpha_n)`` of every class in the long-sequence limit,
-    with ``alpha_n = softmax(Y^T f~_n)``: ``Y``, ``Z`` ``(M, M)`` -> ``(K, M)`` (row ``n`` is ``g_n``)."""
+    with ``alpha_n = softmax(Y^T f~_n)``: ``Y``, ``Z`` ``(M, M)`` -> ``(K, M)`` (row ``n`` is ``g_n``);
+    :func:`scansnap.theory.decoder.backprop_gradient` at :func:`scansnap.theory.decoder.unit_inputs`."""
     check_tensor("Y", Y, shape=(classes.M, classes.M), floating=True)
-    ft = unit_scores(classes, Z.to(F64))
-    Y = Y.to(F64)
-    err = torch.nn.functional.one_hot(classes.next, classes.M).to(F64) - torch.softmax(ft @ Y, dim=-1)
-    return err @ Y.T
+    F, targets = decoder.unit_inputs(classes, Z.detach())
+    return torch.from_numpy(decoder.backprop_gradient(Y.detach().to(F64).numpy(), F, targets))
 
 
 def span_coefficients(ft: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
