@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -32,6 +30,7 @@ from matplotlib.figure import Figure
 from scipy.stats import spearmanr
 
 from scansnap import data, figures, metrics, profiles, train
+from scansnap._threads import one_thread
 from scansnap.recipes import Progress, Recipe
 
 CHAPTER = "book/chapters/07-syn-medium"
@@ -86,14 +85,6 @@ def configurations(eta_Z: list[float], ratio: list[float], seeds: list[int]) -> 
             "seed": torch.tensor(s.ravel(), dtype=torch.long)}
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def run_dataset(num_query: int, p: dict, progress: Progress | None = None) -> SweepRun:
@@ -101,7 +92,7 @@ def run_dataset(num_query: int, p: dict, progress: Progress | None = None) -> Sw
     classes = data.syn_medium(num_query)
     cfg = configurations(p["eta_Z"], p["ratio"], p["seeds"])
     shape = (len(p["eta_Z"]), len(p["ratio"]), len(p["seeds"]))
-    with _one_thread():
+    with one_thread():
         hist = train.train(
             classes, cfg["eta_Y"], cfg["eta_Z"], seed=cfg["seed"], steps=p["steps"], batch=p["batch"], T=p["T"],
             optimizer="sgd", momentum=p["momentum"], init=p["init"], limit="sampled",

@@ -32,6 +32,7 @@ from scipy.optimize import brentq
 from scipy.special import wrightomega
 
 from scansnap._checks import check_int, check_positive
+from scansnap._threads import one_thread
 from scansnap.data import SequenceClasses, sequence_classes
 from scansnap.model import YZModel
 
@@ -375,9 +376,7 @@ def sgd_decoder_model(
     Z = torch.zeros(M, M, dtype=torch.float64) if Z is None else Z.to(torch.float64)
     model = YZModel.from_params(torch.zeros(1, M, M, dtype=torch.float64), Z[None])
     out = {}
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny tensors: threads only add overhead (and contention)
-    try:
+    with one_thread():  # tiny tensors: threads only add overhead (and contention)
         for s in range(steps + 1):
             if s in want:
                 out[s] = model.Y.detach()[0].numpy().copy()
@@ -385,8 +384,6 @@ def sgd_decoder_model(
                 _, gY, _ = model.loss_and_gradients(classes.query, classes.probs, classes.next)
                 with torch.no_grad():
                     model.Y.sub_(eta * gY)
-    finally:
-        torch.set_num_threads(threads)
     return np.stack([out[s] for s in snapshots])
 
 

@@ -20,8 +20,6 @@ and also accumulates ``B_n``. Arrays are numpy float64 unless stated; token ids 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +28,7 @@ from scipy.integrate import solve_ivp
 from scipy.stats import rankdata
 
 from scansnap._checks import check_int, check_positive
+from scansnap._threads import one_thread
 from scansnap.data import SequenceClasses
 from scansnap.theory.fates import eqn10_zdot, speed_gamma_at, unit_scores, xi_coefficients
 
@@ -63,16 +62,6 @@ def _array(name: str, x: object, ndim: int | None = None) -> np.ndarray:
     return a
 
 
-@contextmanager
-def _one_thread() -> Iterator[None]:
-    """Run torch on one intra-op thread (restored afterwards): an ODE right-hand side is a few tiny
-    tensor operations, for which a busy thread pool costs far more than it saves (results are equal)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _times(t: object) -> np.ndarray:
@@ -202,7 +191,7 @@ def integrate_eqn10(
         return np.concatenate([eqn10_zdot(classes, Z, gamma, eta_Z)[rows].numpy().ravel(), A])
 
     y0 = np.concatenate([start[rows.numpy()].ravel(), np.zeros(K)])
-    with _one_thread():
+    with one_thread():
         sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol)
         if not sol.success:  # pragma: no cover - the system is smooth
             raise RuntimeError(f"integrate_eqn10: solve_ivp failed: {sol.message}")
