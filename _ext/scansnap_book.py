@@ -17,9 +17,26 @@ no right sidebar, and its script then throws ``Cannot read properties of null (r
 'classList')`` (a page error in the browser test, ``tests/test_site.py``). On such pages this
 extension adds a tiny script that puts an empty, hidden ``div.bd-sidebar-secondary`` in the page
 for the theme's script to find.
+
+**No page is served from an execution against other library code.** jupyter-cache re-executes a
+notebook only when its code cells (or its kernelspec) change, and Sphinx re-reads a page only when
+its source changes; neither sees an edit under ``scansnap/``. This extension computes, for each
+notebook page, a hash of the library sources that page can run (:func:`library_closure`: the
+``scansnap`` modules its code cells import, and everything those import, transitively, with their
+packages' ``__init__`` files), and (1) writes it into the page's kernelspec (``scansnap_sources``) when
+Sphinx reads the page, so the cache key changes with the library, and (2) reports the page as outdated
+when its hash differs from the one of the last build. An edit to ``scansnap/experiments/ch07_*.py``
+re-executes the pages that import it; an edit to ``scansnap/data.py`` re-executes every page that
+(transitively) imports it.
 """
 
 from __future__ import annotations
+
+import ast
+import hashlib
+import re
+from functools import cache
+from pathlib import Path
 
 from sphinx.application import Sphinx
 
@@ -62,7 +79,102 @@ def _add_sidebar_shim(app: Sphinx, pagename: str, templatename: str, context: di
         app.add_js_file(None, body=_SIDEBAR_SHIM)
 
 
+LIBRARY = "scansnap"
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(scansnap[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[\w \t,]+)"
+                     r"|import[ \t]+(scansnap[\w.]*))", re.M)
+
+
+def _module_file(root: Path, name: str) -> Path | None:
+    base = root.joinpath(*name.split("."))
+    for path in (base / "__init__.py", base.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imports_of_source(root: Path, source: str) -> set[str]:
+    """The ``scansnap`` modules named by the import statements in ``source`` (``from scansnap import data``
+    names ``scansnap.data`` when that is a module)."""
+    found: set[str] = set()
+    for frm, names, plain in _IMPORT.findall(source):
+        module = frm or plain
+        found.add(module)
+        for name in re.split(r"[\s,()]+", names):
+            name = name.split(" as ")[0].strip()
+            if name and _module_file(root, f"{module}.{name}"):
+                found.add(f"{module}.{name}")
+    return {m for m in found if _module_file(root, m)}
+
+
+@cache
+def _imports_of_module(root: Path, name: str) -> frozenset[str]:
+    path = _module_file(root, name)
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                module = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [module]).strip(".")
+            found.add(module)
+            found |= {f"{module}.{a.name}" for a in node.names}
+    return frozenset(m for m in found if m.split(".")[0] == LIBRARY and _module_file(root, m))
+
+
+def library_closure(root: Path, source: str) -> list[str]:
+    """Every ``scansnap`` module a page with code ``source`` can run: its imports, theirs, transitively, and
+    the packages (``__init__``) above each. ``root``: the folder holding ``scansnap/``."""
+    todo, seen = list(_imports_of_source(root, source)), set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        todo += sorted(_imports_of_module(root, name))
+    return sorted(seen)
+
+
+def library_hash(root: Path, source: str) -> str:
+    """sha256 over the files of :func:`library_closure` (their paths and bytes); ``""`` for a page
+    that imports nothing from the library."""
+    h = hashlib.sha256()
+    modules = library_closure(root, source)
+    for name in modules:
+        path = _module_file(root, name)
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16] if modules else ""
+
+
+def _page_hash(app: Sphinx, docname: str) -> str:
+    path = Path(app.env.doc2path(docname))
+    if path.suffix != ".md" or not path.is_file():
+        return ""
+    text = path.read_text()
+    return library_hash(Path(app.srcdir), text) if re.search(r"^kernelspec:", text, re.M) else ""
+
+
+def _stamp_kernelspec(app: Sphinx, docname: str, source: list[str]) -> None:
+    digest = _page_hash(app, docname)
+    if digest:
+        source[0] = re.sub(r"^kernelspec:\n", f"kernelspec:\n  scansnap_sources: {digest}\n", source[0], count=1,
+                           flags=re.M)
+        app.env.scansnap_hashes = {**getattr(app.env, "scansnap_hashes", {}), docname: digest}
+
+
+def _library_outdated(app: Sphinx, env, added: set, changed: set, removed: set) -> list[str]:
+    _imports_of_module.cache_clear()
+    old = getattr(env, "scansnap_hashes", {})
+    return [d for d in env.found_docs if d in old and old[d] != _page_hash(app, d)]
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("source-read", _stamp_kernelspec)
+    app.connect("env-get-outdated", _library_outdated)
     app.connect("builder-inited", _drop_thebe_scripts)
     app.connect("html-page-context", _add_sidebar_shim, priority=900)
     app.connect("env-get-outdated", _always_reread)

@@ -1,45 +1,59 @@
-"""The registry of the paper's checkable claims, and the verdicts chapters record about them.
+"""The registry of checkable claims, and the verdicts chapters record about them.
 
-The 43 claims follow the numbered ledger of the reconstruction notes (C1-C43). A chapter checks a
-claim and calls :func:`record` with one of :data:`VERDICTS` and the measured evidence; the verdict
-is written (atomically) as JSON under ``<artifacts>/verdicts/<claim>.json`` and published with the
-site. A claim with no recorded verdict reads as ``"not yet checked"``, never as verified.
+Each :class:`Claim` carries its id explicitly (``C1``..``C43`` follow the numbered ledger of the
+reconstruction notes; ``X1``, ... are this book's own findings), so adding a claim never renumbers
+another. A chapter judges a claim with a library rule (:mod:`scansnap.verdicts`) and records the
+:class:`~scansnap.verdicts.Verdict` it returns with :func:`record`: there is no way to record a verdict
+word by hand. A claim may hold one verdict per kind of evidence (derivation, simulation, training,
+real data); they are written atomically as JSON under ``<artifacts>/verdicts/<claim>.json`` and
+published with the site.
+
+The **headline** of a claim (:func:`headline`) is the weakest of its verdicts on the kinds of evidence
+that can decide it: any kind for a claim of the theory, but only training or real data for a claim
+about what training does (``kind == "experiment"``). A claim with no such verdict reads
+``"not yet checked"``, never verified.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 
 from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir, atomic_write, dump_json
+from scansnap.verdicts import EVIDENCE, LEVELS, TRAINING_KINDS, Verdict, worst
 
 __all__ = [
     "CLAIMS",
+    "NOT_CHECKED",
     "VERDICTS",
     "Claim",
-    "Verdict",
+    "admissible",
     "get",
+    "headline",
     "ledger",
     "ledger_markdown",
     "record",
-    "verdict",
+    "verdicts",
 ]
 
-VERDICTS = ("verified", "partly verified", "not reproduced", "not yet checked")
+NOT_CHECKED = "not yet checked"
+VERDICTS = (*LEVELS, NOT_CHECKED)
+"""Every headline a claim can have, best first."""
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One checkable claim of the paper.
+    """One checkable claim.
 
     Attributes:
-        id: ``"C1"`` .. ``"C43"``.
-        kind: ``"theory"`` or ``"experiment"``.
-        statement: the claim in one sentence.
-        where: where the paper makes it.
+        id: ``"C1"`` .. ``"C43"`` (the reconstruction notes' ledger) or ``"X1"``, ... (this book's own).
+        kind: ``"theory"`` (a statement about the model's mathematics) or ``"experiment"`` (about what
+            training does: only training or real-data evidence can decide it).
+        statement: the claim in one sentence (MyST markdown; math between ``$``).
+        where: where the paper makes it (or, for the book's own, where the book does).
         chapter: the book page (docname) that checks it.
+        origin: ``"paper"``, or ``"book"`` for a claim this book makes (not the paper).
     """
 
     id: str
@@ -47,17 +61,11 @@ class Claim:
     statement: str
     where: str
     chapter: str
+    origin: str = "paper"
 
-
-@dataclass(frozen=True)
-class Verdict:
-    """A recorded verdict: one of :data:`VERDICTS`, the measured evidence, a link to where it was measured."""
-
-    claim: str
-    verdict: str
-    evidence: str
-    link: str
-    recorded: str = ""
+    def __post_init__(self) -> None:
+        check_choice(f"{self.id}: kind", self.kind, ("theory", "experiment"))
+        check_choice(f"{self.id}: origin", self.origin, ("paper", "book"))
 
 
 _CH = {
@@ -69,154 +77,195 @@ _CH = {
     6: "book/chapters/06-phase-transition",
     7: "book/chapters/07-syn-medium",
     8: "book/chapters/08-wikitext",
+    9: "book/chapters/09-beyond",
 }
-
 _T, _E = "theory", "experiment"
-CLAIMS: tuple[Claim, ...] = tuple(
-    Claim(f"C{i}", kind, statement, where, _CH[ch])
-    for i, (kind, statement, where, ch) in enumerate(
-        [
-            (_T, "The gradients of Y and Z have the closed form of Lemma 1: Y-dot = eta_Y f~ (e_n - alpha)^T and "
-                 "z-dot of the query row = eta_Z diag(f) P_perp Y (e_n - alpha) / ||f||.", "Lemma 1, Eqn 3-4", 1),
-            (_T, "Only the query's row of Z is updated, and the attention depends on that row only.", "Lemma 1", 1),
-            (_T, "Every row of the updates of Y and Z sums to zero, so from zero initialization the row sums of "
-                 "Y and Z stay zero.", "Lemma 1 (proof)", 1),
-            (_T, "As T grows, the attended histogram X^T b_T tends to c_n / 1^T c_n with c_n = P(l|n) exp(z_ml), "
-                 "at rate O(1/sqrt(T)).", "Lemma 2, Eqn 5-6; Lemma 18", 2),
-            (_T, "The critical point of the Y dynamics needs infinite Y and is never reached in finite time.",
-             "Sec. 4, Eqn 7", 3),
-            (_T, "Under the reparameterization W = F-bar^T Y the class rows evolve independently; the gradient "
-                 "modification this needs is O(||E||).", "Lemma 3, Eqn 8", 3),
-            (_T, "From zero initialization a class row is w_k = h_s (M e_n - 1) with "
-                 "h_{s+1} = h_s + eta_Y / (exp(M h_s) + M - 1).", "Lemma 5, Eqn 31-33", 3),
-            (_T, "The continuous solution (exp(M h) - 1)/M + (M - 1) h = eta_Y s tracks the discrete recursion "
-                 "(Figure 8).", "Lemmas 6-7, Fig. 8", 3),
-            (_T, "The back-propagated gradient is gamma(t) (iota_n f~_n - sum_n' beta_nn' f~_n').",
-             "Theorem 1, Eqn 9", 3),
-            (_T, "The coefficient xi_n is positive whenever class n overlaps another class.", "Theorem 1(a)", 3),
-            (_T, "The speed-control coefficient gamma(t) grows like eta_Y t / K early and decays like "
-                 "K ln(M eta_Y t / K) / (eta_Y t) late, with the transition near t_0 ~ K ln M / eta_Y.",
-             "Theorem 1(b)", 3),
-            (_T, "Equal off-diagonal overlaps E = rho act as an effective decoder learning rate eta_Y (1 - rho).",
-             "Remark 1", 3),
-            (_T, "The decoder converges towards its critical point at rate O(1/t).", "Corollary 1", 3),
-            (_T, "Class visit counts concentrate around t/K (Hoeffding).", "Lemma 10", 3),
-            (_T, "The attention logits follow Eqn 10 and move only through overlap between classes.",
-             "Sec. 5, Eqn 10", 4),
-            (_T, "The logits of distinct tokens increase: z-dot_ml = eta_Z gamma xi_n f~_nl^2 > 0.",
-             "Theorem 2(a)", 4),
-            (_T, "The logit of a single common token decreases.", "Theorem 2(b)", 4),
-            (_T, "In the symmetric case all common tokens' logits decrease; without symmetry this can fail.",
-             "Corollary 2", 4),
-            (_T, "The relative gain of two distinct tokens grows by the growth factor: "
-                 "r_{l/l'|n}(t) = r_{l/l'|n}(0) chi_l(t).", "Theorem 3, Eqn 11", 5),
-            (_T, "The growth factor of the dominant token is bounded by exp(2 f~^2(0) B_n) <= chi <= exp(2 B_n), "
-                 "and its relative gain and attention are non-decreasing.", "Theorem 3, Eqn 12", 5),
-            (_T, "Frequency bias: from Z(0) = 0 the most frequent distinct token dominates, and the others drop "
-                 "in order of increasing P(l|n).", "Sec. 5 (after Theorem 3)", 5),
-            (_T, "Initial value as prior: the winning token is argmax P(l|n) exp(z_ml(0)).",
-             "Sec. 5 (after Theorem 3)", 5),
-            (_T, "If xi_n stays bounded away from 0, B_n grows without bound and the attention becomes "
-                 "winner-take-all.", "Sec. 5", 5),
-            (_T, "B_n(t) has a closed form in h(t) (Eqn 14), given the simplified dynamics of Eqn 13.",
-             "Theorem 4, Eqn 13-14", 6),
-            (_T, "Scanning phase: early on the growth factor grows (sub-)linearly in t.", "Sec. 6", 6),
-            (_T, "Snapping phase: late, the growth factor grows only logarithmically; the attention looks frozen "
-                 "without reaching a stationary point.", "Sec. 6", 6),
-            (_T, "A larger eta_Y gives an earlier transition (t_0 proportional to 1/eta_Y).", "Sec. 6, insight (a)", 6),
-            (_T, "Scaling both learning rates up gives a larger B_n at a fixed horizon: sparser attention.",
-             "Sec. 6, insight (b)", 6),
-            (_T, "At fixed eta_Z, a smaller eta_Y gives a larger B_n: sparser attention.",
-             "Sec. 6, insight (c); App. F(3b)", 6),
-            (_T, "At fixed eta_Y, a larger eta_Z gives a larger B_n: sparser attention.", "App. F(3a)", 6),
-            (_T, "B_n(t_0) depends on the learning rates only through their ratio; curves differ after t_0.",
-             "App. F, Fig. 9", 6),
-            (_T, "The simplified exp(4z) dynamics of Eqn 13 match the exact symmetric system up to an O(1) "
-                 "constant.", "Sec. 6, Eqn 13", 6),
-            (_T, "With a residual connection only classes sharing a query interact; distinct and common tokens "
-                 "become local to a query.", "Sec. 7", 6),
-            (_E, "A smaller eta_Y at fixed eta_Z gives a later transition and a larger growth factor (Figure 3).",
-             "Fig. 3", 6),
-            (_E, "On Syn-Small the attention becomes sparse: common-token mass falls and distinct tokens end "
-                 "ordered by P(l|n) (Figure 4).", "Sec. 8, Fig. 4", 5),
-            (_E, "On Syn-Small a larger eta_Y at fixed eta_Z converges faster but ends less sparse (Figure 4).",
-             "Sec. 8, Fig. 4", 5),
-            (_E, "With Adam, different learning rates focus on different subsets of distinct tokens (Figure 5).",
-             "Sec. 8, Fig. 5", 5),
-            (_E, "On Syn-Medium the entropy of attention over distinct tokens decreases as eta_Z grows "
-                 "(Figure 6).", "Sec. 8, Fig. 6", 7),
-            (_E, "On Syn-Medium, at fixed eta_Z, the entropy rises with eta_Y beyond a threshold ratio "
-                 "(Figure 6).", "Sec. 8, Fig. 6", 7),
-            (_E, "On WikiText-2 the first-layer attention freezes and becomes sparse at constant learning rate "
-                 "(Figure 7).", "Sec. 8, Fig. 7", 8),
-            (_E, "On WikiText the validation attention entropy decreases with a larger learning rate (Figure 10).",
-             "App. G, Fig. 10", 8),
-            (_E, "Recall-threshold curves show sparser attention for smaller eta_Y or larger eta_Z, consistent "
-                 "with Figure 6 (Figures 11-12).", "App. G, Figs. 11-12", 7),
-            (_E, "The theory's assumptions hold only approximately in the experiments (finite T, strong overlap, "
-                 "momentum, random initialization).", "Sec. 8", 2),
-        ],
-        start=1,
-    )
+
+CLAIMS: tuple[Claim, ...] = (
+    Claim("C1", _T, r"The gradients of $Y$ and $Z$ have the closed form of Lemma 1: "
+          r"$\dot Y = \eta_Y \tilde f (e_n - \alpha)^\top$ and, for the query row, "
+          r"$\dot z_{x_T} = \eta_Z\, \mathrm{diag}(f) P^\perp_{\tilde f} Y (e_n - \alpha) / \lVert f \rVert_2$.",
+          "Lemma 1, Eqn 3-4", _CH[1]),
+    Claim("C2", _T, r"Only the query's row of $Z$ is updated, and the attention depends on that row only.",
+          "Lemma 1", _CH[1]),
+    Claim("C3", _T, r"Every row of the updates of $Y$ and $Z$ sums to zero, so from zero initialization the row "
+          r"sums of $Y$ and $Z$ stay zero.", "Lemma 1 (proof)", _CH[1]),
+    Claim("C4", _T, r"As $T$ grows, the attended histogram $X^\top b_T$ tends to $c_n / \mathbf 1^\top c_n$ with "
+          r"$c_{nl} = \mathbb P(l \mid n) e^{z_{ml}}$, at rate $O(1/\sqrt T)$.", "Lemma 2, Eqn 5-6; Lemma 18",
+          _CH[2]),
+    Claim("C5", _T, r"The critical point of the $Y$ dynamics needs infinite $Y$ and is never reached in finite "
+          r"time.", "Sec. 4, Eqn 7", _CH[3]),
+    Claim("C6", _T, r"Under the reparameterization $W = \bar F^\top Y$ the class rows evolve independently; the "
+          r"gradient modification this needs is $O(\lVert E \rVert)$.", "Lemma 3, Eqn 8", _CH[3]),
+    Claim("C7", _T, r"From zero initialization a class row is $w_k = h_s (M e_n - \mathbf 1)$ with "
+          r"$h_{s+1} = h_s + \eta_Y / (e^{M h_s} + M - 1)$.", "Lemma 5, Eqn 31-33", _CH[3]),
+    Claim("C8", _T, r"The continuous solution $(e^{Mh} - 1)/M + (M - 1) h = \eta_Y s$ tracks the discrete "
+          r"recursion (Figure 8).", "Lemmas 6-7, Fig. 8", _CH[3]),
+    Claim("C9", _T, r"The back-propagated gradient is "
+          r"$\gamma(t) \big(\iota_n \tilde f_n - \sum_{n'} \beta_{nn'} \tilde f_{n'}\big)$.", "Theorem 1, Eqn 9",
+          _CH[3]),
+    Claim("C10", _T, r"The coefficient $\xi_n$ is positive whenever class $n$ overlaps another class.",
+          "Theorem 1(a)", _CH[3]),
+    Claim("C11", _T, r"The speed-control coefficient $\gamma(t)$ grows like $\eta_Y t / K$ early and decays like "
+          r"$K \ln(M \eta_Y t / K) / (\eta_Y t)$ late, with the transition near $t_0 \sim K \ln M / \eta_Y$.",
+          "Theorem 1(b)", _CH[3]),
+    Claim("C12", _T, r"Equal off-diagonal overlaps $E = \rho$ act as an effective decoder learning rate "
+          r"$\eta_Y (1 - \rho)$.", "Remark 1", _CH[3]),
+    Claim("C13", _T, r"The decoder converges towards its critical point at rate $O(1/t)$.", "Corollary 1", _CH[3]),
+    Claim("C14", _T, r"Class visit counts concentrate around $t/K$ (Hoeffding).", "Lemma 10", _CH[3]),
+    Claim("C15", _T, r"The attention logits follow Eqn 10 and move only through overlap between classes.",
+          "Sec. 5, Eqn 10", _CH[4]),
+    Claim("C16", _T, r"The logits of distinct tokens increase: "
+          r"$\dot z_{ml} = \eta_Z \gamma \xi_n \tilde f_{nl}^2 > 0$.", "Theorem 2(a)", _CH[4]),
+    Claim("C17", _T, r"The logit of a single common token decreases.", "Theorem 2(b)", _CH[4]),
+    Claim("C18", _T, r"In the symmetric case all common tokens' logits decrease; without symmetry this can fail.",
+          "Corollary 2", _CH[4]),
+    Claim("C19", _T, r"The relative gain of two distinct tokens grows by the growth factor: "
+          r"$r_{l/l' \mid n}(t) = r_{l/l' \mid n}(0)\, \chi_l(t)$.", "Theorem 3, Eqn 11", _CH[5]),
+    Claim("C20", _T, r"The growth factor of the dominant token is bounded by "
+          r"$e^{2 \tilde f^2_{nl_0}(0) B_n} \le \chi_{l_0} \le e^{2 B_n}$, and its relative gain and attention are "
+          r"non-decreasing.", "Theorem 3, Eqn 12", _CH[5]),
+    Claim("C21", _T, r"Frequency bias: from $Z(0) = 0$ the most frequent distinct token dominates, and the others "
+          r"drop in order of increasing $\mathbb P(l \mid n)$.", "Sec. 5 (after Theorem 3)", _CH[5]),
+    Claim("C22", _T, r"Initial value as prior: the winning token is $\arg\max_l \mathbb P(l \mid n)\, e^{z_{ml}(0)}$.",
+          "Sec. 5 (after Theorem 3)", _CH[5]),
+    Claim("C23", _T, r"If $\xi_n$ stays bounded away from 0, $B_n$ grows without bound and the attention becomes "
+          r"winner-take-all.", "Sec. 5", _CH[5]),
+    Claim("C24", _T, r"$B_n(t)$ has a closed form in $h(t)$ (Eqn 14), given the simplified dynamics of Eqn 13.",
+          "Theorem 4, Eqn 13-14", _CH[6]),
+    Claim("C25", _T, r"Scanning phase: early on the growth factor grows (sub-)linearly in $t$.", "Sec. 6", _CH[6]),
+    Claim("C26", _T, r"Snapping phase: late, the growth factor grows only logarithmically; the attention looks "
+          r"frozen without reaching a stationary point.", "Sec. 6", _CH[6]),
+    Claim("C27", _T, r"A larger $\eta_Y$ gives an earlier transition ($t_0 \propto 1/\eta_Y$).",
+          "Sec. 6, insight (a)", _CH[6]),
+    Claim("C28", _T, r"Scaling both learning rates up gives a larger $B_n$ at a fixed horizon: sparser attention.",
+          "Sec. 6, insight (b)", _CH[6]),
+    Claim("C29", _T, r"At fixed $\eta_Z$, a smaller $\eta_Y$ gives a larger $B_n$: sparser attention.",
+          "Sec. 6, insight (c); App. F(3b)", _CH[6]),
+    Claim("C30", _T, r"At fixed $\eta_Y$, a larger $\eta_Z$ gives a larger $B_n$: sparser attention.",
+          "App. F(3a)", _CH[6]),
+    Claim("C31", _T, r"$B_n(t_0)$ depends on the learning rates only through their ratio; curves differ after "
+          r"$t_0$.", "App. F, Fig. 9", _CH[6]),
+    Claim("C32", _T, r"The simplified $e^{4z}$ dynamics of Eqn 13 match the exact symmetric system up to an "
+          r"$O(1)$ constant.", "Sec. 6, Eqn 13", _CH[6]),
+    Claim("C33", _T, r"With a residual connection only classes sharing a query interact; distinct and common "
+          r"tokens become local to a query.", "Sec. 7", _CH[9]),
+    Claim("C34", _E, r"A smaller $\eta_Y$ at fixed $\eta_Z$ gives a later transition and a larger growth factor "
+          r"(Figure 3).", "Fig. 3", _CH[6]),
+    Claim("C35", _E, r"On Syn-Small the attention becomes sparse: common-token mass falls and distinct tokens end "
+          r"ordered by $\mathbb P(l \mid n)$ (Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
+    Claim("C36", _E, r"On Syn-Small a larger $\eta_Y$ at fixed $\eta_Z$ converges faster but ends less sparse "
+          r"(Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
+    Claim("C37", _E, r"With Adam, different learning rates focus on different subsets of distinct tokens "
+          r"(Figure 5).", "Sec. 8, Fig. 5", _CH[5]),
+    Claim("C38", _E, r"On Syn-Medium the entropy of attention over distinct tokens decreases as $\eta_Z$ grows "
+          r"(Figure 6).", "Sec. 8, Fig. 6", _CH[7]),
+    Claim("C39", _E, r"On Syn-Medium, at fixed $\eta_Z$, the entropy rises with $\eta_Y$ beyond a threshold ratio "
+          r"(Figure 6).", "Sec. 8, Fig. 6", _CH[7]),
+    Claim("C40", _E, r"On WikiText-2 the first-layer attention freezes and becomes sparse at constant learning "
+          r"rate (Figure 7).", "Sec. 8, Fig. 7", _CH[8]),
+    Claim("C41", _E, r"On WikiText the validation attention entropy decreases with a larger learning rate "
+          r"(Figure 10).", "App. G, Fig. 10", _CH[8]),
+    Claim("C42", _E, r"Recall-threshold curves show sparser attention for smaller $\eta_Y$ or larger $\eta_Z$, "
+          r"consistent with Figure 6 (Figures 11-12).", "App. G, Figs. 11-12", _CH[7]),
+    Claim("C43", _E, r"The theory's assumptions hold only approximately in the experiments (finite $T$, strong "
+          r"overlap, momentum, random initialization).", "the reconstruction notes (ledger C43), on Sec. 8",
+          _CH[2], origin="book"),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
+if len(_BY_ID) != len(CLAIMS):
+    raise RuntimeError("scansnap.claims: claim ids must be unique")
 
 
 def get(claim_id: str) -> Claim:
-    """The claim ``claim_id`` (``"C1"`` .. ``"C43"``)."""
+    """The claim ``claim_id`` (``"C1"`` .. ``"C43"``, ``"X1"``, ...)."""
     if claim_id not in _BY_ID:
-        raise ValueError(f"claim_id: must be one of C1..C{len(CLAIMS)}; got {claim_id!r}")
+        raise ValueError(f"claim_id: must be one of {', '.join(_BY_ID)}; got {claim_id!r}")
     return _BY_ID[claim_id]
 
 
-def record(claim_id: str, verdict: str, evidence: str, link: str = "") -> Verdict:
-    """Record the verdict of a chapter's check of ``claim_id``.
-
-    Args:
-        claim_id: ``"C1"`` .. ``"C43"``.
-        verdict: ``"verified"``, ``"partly verified"`` or ``"not reproduced"`` (``"not yet checked"``
-            is what an unrecorded claim reads as; it cannot be recorded).
-        evidence: the measured numbers that support the verdict (non-empty).
-        link: page anchor of the figure or cell (default: the claim's chapter page).
-    """
-    claim = get(claim_id)
-    check_choice("verdict", verdict, VERDICTS[:3])
-    if not evidence.strip():
-        raise ValueError("evidence: must state the measured numbers (non-empty)")
-    v = Verdict(claim.id, verdict, evidence.strip(), link or claim.chapter,
-                datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    atomic_write(artifacts_dir() / "verdicts" / f"{claim.id}.json", dump_json(asdict(v)))
-    return v
+def admissible(claim_id: str) -> tuple[str, ...]:
+    """The evidence kinds that can decide ``claim_id``: every kind for a claim of the theory; training or
+    real data for a claim about what training does."""
+    return tuple(EVIDENCE) if get(claim_id).kind == "theory" else TRAINING_KINDS
 
 
-def verdict(claim_id: str) -> Verdict:
-    """The recorded verdict of ``claim_id``, or ``"not yet checked"`` if none was recorded."""
-    claim = get(claim_id)
-    path = artifacts_dir() / "verdicts" / f"{claim.id}.json"
+def _path(claim_id: str):
+    return artifacts_dir() / "verdicts" / f"{get(claim_id).id}.json"
+
+
+def verdicts(claim_id: str) -> list[Verdict]:
+    """The recorded verdicts of ``claim_id``, one per kind of evidence, in the order of
+    :data:`scansnap.verdicts.EVIDENCE` (empty when none was recorded)."""
+    path = _path(claim_id)
     if not path.exists():
-        return Verdict(claim.id, "not yet checked", "", claim.chapter)
-    return Verdict(**json.loads(path.read_text()))
+        return []
+    found = [Verdict(**v) for v in json.loads(path.read_text())["verdicts"]]
+    return sorted(found, key=lambda v: list(EVIDENCE).index(v.evidence))
 
 
-def ledger() -> list[tuple[Claim, Verdict]]:
-    """Every claim with its verdict, in order."""
-    return [(c, verdict(c.id)) for c in CLAIMS]
+def record(*made: Verdict) -> list[Verdict]:
+    """Record verdicts made by rules (:meth:`scansnap.verdicts.Rule.judge`); each replaces the verdict of
+    the same claim on the same kind of evidence. Returns them with their time stamps."""
+    stamped = []
+    for v in made:
+        if not isinstance(v, Verdict):
+            raise ValueError(f"made: must be Verdict objects returned by a rule; got {type(v).__name__}")
+        kept = [old for old in verdicts(v.claim) if old.evidence != v.evidence]
+        v = v.stamped()
+        atomic_write(_path(v.claim), dump_json({"claim": v.claim, "verdicts": [asdict(x) for x in [*kept, v]]}))
+        stamped.append(v)
+    return stamped
+
+
+def headline(claim_id: str) -> str:
+    """The claim's verdict: the weakest of its recorded verdicts on :func:`admissible` evidence, or
+    ``"not yet checked"``."""
+    kinds = admissible(claim_id)
+    levels = [v.level for v in verdicts(claim_id) if v.evidence in kinds]
+    return worst(levels) if levels else NOT_CHECKED
+
+
+def ledger() -> list[tuple[Claim, str, list[Verdict]]]:
+    """Every claim with its headline and its verdicts, in registry order."""
+    return [(c, headline(c.id), verdicts(c.id)) for c in CLAIMS]
 
 
 def ledger_markdown(base: str = "") -> str:
-    """The ledger as a Markdown table: claim, statement, paper, verdict, evidence, where checked.
+    """The ledger as MyST markdown: one table row per claim (statement in math, headline, each verdict with
+    its kind of evidence and numbers), then, per checked claim, the rules in words.
 
     Args:
-        base: prefix that turns a site-relative link (``book/chapters/...html#...``) into one relative
-            to the page showing the table (``"../"`` from ``book/claims.html``).
+        base: prefix that turns a site-relative link (``book/chapters/...html#...``) into one relative to the
+            page showing the table (``"../"`` from ``book/claims.html``).
     """
     rows = ["| claim | statement | paper | verdict | evidence | checked in |", "|---|---|---|---|---|---|"]
-    for c, v in ledger():
-        if v.verdict == "not yet checked":
+    for c, head, found in ledger():
+        cid = f"{c.id} (this book)" if c.origin == "book" else c.id
+        if not found:
             where = f"planned: `{c.chapter.rsplit('/', 1)[-1]}`"
+            evidence = "-"
         else:
-            href = v.link if ".html" in v.link else f"{v.link}.html"
-            where = f'<a href="{base}{href}">{href.rsplit("/", 1)[-1]}</a>'
-        cells = [c.id, c.statement, c.where, f"**{v.verdict}**", v.evidence or "-", where]
+            links = dict.fromkeys(v.link or f"{c.chapter}.html" for v in found)
+            where = " ".join(f'<a href="{base}{h}">{h.rsplit("/", 1)[-1]}</a>' for h in links)
+            kinds = admissible(c.id)
+            evidence = "<br>".join(
+                f"*{v.evidence}*: **{v.level}**{'' if v.evidence in kinds else ' (does not decide this claim)'}"
+                f" — {v.summary()}" for v in found)
+        cells = [f'<span id="{c.id.lower()}"></span>{cid}', c.statement, c.where, f"**{head}**", evidence, where]
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows)
+    return "\n".join(rows) + "\n\n" + _rules_markdown(base)
+
+
+def _rules_markdown(base: str) -> str:
+    """Per recorded verdict: the rule in words, the protocol, the numbers and the measured context."""
+    blocks = ["**The rules behind the verdicts**", ""]
+    for c, _, found in ledger():
+        for v in found:
+            link = v.link or f"{c.chapter}.html"
+            blocks += [f"**{c.id}**, *{v.evidence}*: **{v.level}** "
+                       f'(<a href="{base}{link}">{link.rsplit("/", 1)[-1]}</a>)', "",
+                       f"- rule: {v.rule}", f"- protocol: {v.protocol}", f"- numbers: {v.summary()}"]
+            blocks += [f"- measured: {v.details}"] if v.details else []
+            blocks.append("")
+    return "\n".join(blocks) if len(blocks) > 2 else ""

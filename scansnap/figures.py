@@ -136,7 +136,7 @@ def gallery_markdown(base: str = "", out: Path | None = None) -> str:
     """
     blocks = []
     for r in records(out):
-        verdicts = ", ".join(f"{c} ({claims.verdict(c).verdict})" for c in r.claims) or "none (an illustration)"
+        verdicts = ", ".join(f"{c} ({claims.headline(c)})" for c in r.claims) or "none (an illustration)"
         files = " · ".join(f'<a href="{base}figures/{r.files[k]}">{k}</a>' for k in _KINDS if k in r.files)
         params = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
         blocks.append("\n".join([

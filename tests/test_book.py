@@ -3,6 +3,7 @@ top to bottom in the ``smoke`` profile (the strict ``book``-profile build runs i
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -75,3 +76,54 @@ def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkey
         assert made == (build / "figures" / record.files["data"]).read_bytes(), f"{record.id}: data differ"
     for path in (build / "verdicts").glob("*.json"):
         assert claims.get(path.stem).chapter == docname, f"{path.stem} is not a claim of {docname}"
+
+
+LEVEL = re.compile(r"\b(partly verified|verified|not reproduced)\b", re.I)
+GLUED = re.compile(r"\{glue:[a-z]+\}`[^`]*`")
+
+
+def _literal_verdicts_in_code(source: str) -> list[str]:
+    """String constants that are a verdict word, and ``claims.record`` calls given a string."""
+    found = []
+    tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.strip().strip("*").strip().lower()
+            if text in ("verified", "partly verified", "not reproduced") or re.search(r"\*\*(partly verified|"
+                                                                                    r"verified|not reproduced)",
+                                                                                    node.value, re.I):
+                found.append(node.value)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "record":
+            found += [ast.unparse(a) for a in node.args if isinstance(a, ast.Constant | ast.JoinedStr)]
+    return found
+
+
+def _captions(text: str) -> list[str]:
+    return re.findall(r"```\{(?:glue:figure|figure)\}[^\n]*\n(.*?)```", text, re.S)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_no_literal_verdicts(chapter: Path) -> None:
+    """Verdicts reach a page only from a rule: no verdict word in code as a literal, in a caption, or next to
+    a claim id in prose (a glued ``{glue:md}`verdict-...``` is the way)."""
+    nb = jupytext.read(chapter)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert not _literal_verdicts_in_code(cell.source), cell.source[:200]
+    text = chapter.read_text()
+    for caption in _captions(text):
+        assert not LEVEL.search(GLUED.sub("", caption)), caption
+    prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    for paragraph in re.split(r"\n\s*\n", prose):
+        bare = GLUED.sub("", paragraph)
+        if re.search(r"\b[CX]\d{1,2}\b", bare):
+            assert not LEVEL.search(bare), paragraph
+
+
+def test_the_literal_verdict_check_catches_literals() -> None:
+    assert _literal_verdicts_in_code('claims.record("C1", "verified", "x")')
+    assert _literal_verdicts_in_code('v = "partly verified" if ok else "not reproduced"')
+    assert _literal_verdicts_in_code('glue("v", Markdown("**verified**"))')
+    assert not _literal_verdicts_in_code("book.record(ch1.LEMMA1.verdicts(check))")
+    assert LEVEL.search("C38 is verified here") and not LEVEL.search(GLUED.sub("", "C38 ({glue:md}`verdict-C38`)"))
+    assert _captions("```{glue:figure} fig-x\n:name: fig-x\n\nSupports C1 (verified).\n```")

@@ -1,7 +1,8 @@
-"""scansnap.experiments and the command line: recipes re-make figures, same seed same numbers."""
+"""scansnap.experiments and the command line: typed experiments re-make figures, same seed same numbers."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -14,32 +15,59 @@ import pytest  # noqa: E402
 
 from scansnap import experiments  # noqa: E402
 from scansnap.cli import main  # noqa: E402
+from scansnap.experiments import ch01_setting as ch1  # noqa: E402
 
 
-def test_every_recipe_has_smoke_book_paper_defaults() -> None:
-    for fig_id, recipe in experiments.RECIPES.items():
-        assert recipe.id == fig_id and recipe.chapter.startswith("book/chapters/")
+def test_every_experiment_is_typed_with_presets_for_every_profile() -> None:
+    for exp_id, exp in experiments.all_experiments().items():
+        assert exp.id == exp_id and exp.chapter.startswith("book/chapters/")
+        assert dataclasses.is_dataclass(exp.config) and dataclasses.is_dataclass(exp.result)
+        assert exp.config.__dataclass_params__.frozen
         for profile in ("smoke", "book", "paper"):
-            assert experiments.defaults(fig_id, profile)
+            assert isinstance(exp.config.preset(profile), exp.config)
+    for fig_id in experiments.figure_ids():
+        assert experiments.owner(fig_id).figure(fig_id).id == fig_id
 
 
-def test_synsmall_recipe_is_deterministic_and_sane(tmp_path: Path) -> None:
-    a = experiments.run("fig-ch1-synsmall", profile="smoke", out=tmp_path / "a")
-    b = experiments.run("fig-ch1-synsmall", profile="smoke", out=tmp_path / "b")
+def test_every_experiment_module_lists_its_rules() -> None:
+    for module in experiments.modules():
+        assert hasattr(module, "EXPERIMENTS") and hasattr(module, "RULES"), module.__name__
+
+
+def test_synsmall_is_deterministic_saved_and_reloaded(tmp_path: Path) -> None:
+    a = experiments.make("fig-ch1-synsmall", profile="smoke", out=tmp_path / "a")
+    b = experiments.make("ch1-synsmall", profile="smoke", out=tmp_path / "b")
     csv_a, csv_b = (tmp_path / f"{x}/figures/fig-ch1-synsmall.csv" for x in "ab")
     assert csv_a.read_bytes() == csv_b.read_bytes()
-    d = a.data
-    steps = experiments.defaults("fig-ch1-synsmall", "smoke")["steps"]
-    assert len(d["step"]) == steps + 1
+    back = experiments.load_result("fig-ch1-synsmall", tmp_path / "a")
+    assert back.config == a.config and np.array_equal(back.common_sampled, a.result.common_sampled)
+    d = ch1.synsmall_table(a.result)
+    assert len(d["step"]) == a.config.steps + 1
     np.testing.assert_allclose(d["common_mass_sampled"] + d["distinct_mass_sampled"], 1.0, atol=1e-12)
     assert d["common_mass_sampled"][0] == pytest.approx(10 / 15.5)  # uniform attention at Z = 0
     assert d["loss_limit"][0] == pytest.approx(np.log(34))  # zero init: uniform prediction over M = 34
-    assert b.record.params == a.record.params
+    assert b.records["fig-ch1-synsmall"].params == a.records["fig-ch1-synsmall"].params
 
 
-def test_unknown_figure_is_rejected() -> None:
+def test_lemma1_check_and_its_verdicts(tmp_path: Path) -> None:
+    made = experiments.make(ch1.LEMMA1, ch1.Lemma1Config(instances=12), profile="smoke", out=tmp_path)
+    assert made.result.errors.shape == (12,) and made.result.errors.max() < 1e-12
+    assert made.result.off_query_max == 0.0
+    verdicts = ch1.LEMMA1.verdicts(made.result)
+    assert [v.claim for v in verdicts] == ["C1", "C2", "C3"]
+    assert all(v.evidence == "derivation" and v.numbers["instances"] == 12 for v in verdicts)
+
+
+def test_make_rejects_a_config_of_another_experiment() -> None:
+    with pytest.raises(ValueError, match=r"^config\b"):
+        experiments.make(ch1.LEMMA1, ch1.SynSmallConfig())
+
+
+def test_unknown_ids_are_rejected() -> None:
     with pytest.raises(ValueError, match=r"^figure id\b"):
-        experiments.get("fig-nope")
+        experiments.owner("fig-nope")
+    with pytest.raises(ValueError, match=r"^experiment or figure id\b"):
+        experiments.make("nope")
 
 
 def test_cli_reproduce(tmp_path: Path, capsys) -> None:

@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from scansnap import experiments  # noqa: E402
+from scansnap import recipes  # noqa: E402
 from scansnap.recipes.ch02_long_sequences import random_logits  # noqa: E402
 from scansnap.theory import hoeffding_radius  # noqa: E402
 
@@ -18,10 +18,10 @@ FIG = "fig-ch2-concentration"
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> tuple[experiments.Result, Path, Path]:
+def runs(tmp_path_factory) -> tuple[recipes.Result, Path, Path]:
     a, b = tmp_path_factory.mktemp("a"), tmp_path_factory.mktemp("b")
-    result = experiments.run(FIG, profile="smoke", out=a)
-    experiments.run(FIG, profile="smoke", out=b)
+    result = recipes.run(FIG, profile="smoke", out=a)
+    recipes.run(FIG, profile="smoke", out=b)
     return result, a, b
 
 
@@ -31,7 +31,7 @@ def test_same_seed_same_bytes(runs) -> None:
 
 
 def test_layout_and_sample_counts(runs) -> None:
-    d, p = runs[0].data, experiments.defaults(FIG, "smoke")
+    d, p = runs[0].data, recipes.defaults(FIG, "smoke")
     assert len({len(v) for v in d.values()}) == 1
     assert len(d["T"]) == len(p["T"]) * len(p["sigmas"]) * 2  # Syn-Small: K = 2 classes
     for T in p["T"]:
@@ -41,7 +41,7 @@ def test_layout_and_sample_counts(runs) -> None:
 
 
 def test_errors_shrink_and_respect_the_bound(runs) -> None:
-    d, p = runs[0].data, experiments.defaults(FIG, "smoke")
+    d, p = runs[0].data, recipes.defaults(FIG, "smoke")
     for sigma in p["sigmas"]:
         for k in (0, 1):
             sel = (d["sigma"] == sigma) & (d["cls"] == k)

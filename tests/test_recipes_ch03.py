@@ -8,24 +8,24 @@ matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from scansnap import experiments  # noqa: E402
+from scansnap import recipes  # noqa: E402
 from scansnap.theory import decoder as dec  # noqa: E402
 
 IDS = ["fig-paper-8", "fig-ch3-gamma", "fig-ch3-correlated"]
 
 
 @pytest.fixture(scope="module", params=IDS)
-def made(request, tmp_path_factory) -> experiments.Result:
+def made(request, tmp_path_factory) -> recipes.Result:
     """Each recipe run twice in the smoke profile: same bytes of its CSV; the first run is returned."""
     fig_id, tmp = request.param, tmp_path_factory.mktemp(request.param)
-    a = experiments.run(fig_id, profile="smoke", out=tmp / "a")
-    experiments.run(fig_id, profile="smoke", out=tmp / "b")
+    a = recipes.run(fig_id, profile="smoke", out=tmp / "a")
+    recipes.run(fig_id, profile="smoke", out=tmp / "b")
     csv_a, csv_b = (tmp / f"{x}/figures/{fig_id}.csv" for x in "ab")
     assert csv_a.read_bytes() == csv_b.read_bytes()
     return a
 
 
-def test_recipe_columns(made: experiments.Result) -> None:
+def test_recipe_columns(made: recipes.Result) -> None:
     lengths = {len(v) for v in made.data.values()}
     assert len(lengths) == 1 and all(np.asarray(v).ndim == 1 for v in made.data.values())
     assert made.record.chapter == "book/chapters/03-decoder-dynamics"
@@ -38,7 +38,7 @@ def test_recipe_columns(made: experiments.Result) -> None:
         correlated_values(made)
 
 
-def fig8_values(r: experiments.Result) -> None:
+def fig8_values(r: recipes.Result) -> None:
     d = r.data
     for M, eta in r.record.params["pairs"]:
         key = f"M{int(M)}_eta{float(eta):g}"
@@ -47,7 +47,7 @@ def fig8_values(r: experiments.Result) -> None:
         assert d[f"h_discrete_{key}"][0] == 0 and (np.diff(d[f"h_continuous_{key}"]) > 0).all()
 
 
-def gamma_values(r: experiments.Result) -> None:
+def gamma_values(r: recipes.Result) -> None:
     d, p = r.data, r.record.params
     M, K = p["M"], p["K"]
     # one full-batch step from Y = 0 gives each class row h (M e_n - 1) with h = (eta/K)/M (Lemma 5)
@@ -61,7 +61,7 @@ def gamma_values(r: experiments.Result) -> None:
     assert np.allclose(d["gamma_theory"][early], d["gamma_early"][early], rtol=0.05)
 
 
-def correlated_values(r: experiments.Result) -> None:
+def correlated_values(r: recipes.Result) -> None:
     d = r.data
     zero = d["rho"] == 0
     assert d["g_error"][zero].max() < 1e-10  # no overlap: Theorem 1 exact for the true dynamics

@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from scansnap import experiments  # noqa: E402
+from scansnap import recipes  # noqa: E402
 from scansnap.theory import fates  # noqa: E402
 
 IDS = ["fig-ch4-fates", "fig-ch4-violations", "fig-ch4-eqn10"]
@@ -19,12 +19,12 @@ IDS = ["fig-ch4-fates", "fig-ch4-violations", "fig-ch4-eqn10"]
 @pytest.fixture(scope="module")
 def made() -> dict[str, dict[str, np.ndarray]]:
     """Each recipe's columns in the smoke profile."""
-    return {fig_id: experiments.get(fig_id).compute(experiments.defaults(fig_id, "smoke"), None) for fig_id in IDS}
+    return {fig_id: recipes.get(fig_id).compute(recipes.defaults(fig_id, "smoke"), None) for fig_id in IDS}
 
 
 @pytest.mark.parametrize("fig_id", IDS)
 def test_recipe_is_deterministic(made, fig_id: str) -> None:
-    again = experiments.get(fig_id).compute(experiments.defaults(fig_id, "smoke"), None)
+    again = recipes.get(fig_id).compute(recipes.defaults(fig_id, "smoke"), None)
     assert list(again) == list(made[fig_id])
     for name, col in made[fig_id].items():
         assert np.array_equal(col, again[name]), name
@@ -32,8 +32,8 @@ def test_recipe_is_deterministic(made, fig_id: str) -> None:
 
 
 def test_fates_saved_csv_is_byte_identical(tmp_path: Path) -> None:
-    a = experiments.run("fig-ch4-eqn10", profile="smoke", out=tmp_path / "a")
-    experiments.run("fig-ch4-eqn10", profile="smoke", out=tmp_path / "b")
+    a = recipes.run("fig-ch4-eqn10", profile="smoke", out=tmp_path / "a")
+    recipes.run("fig-ch4-eqn10", profile="smoke", out=tmp_path / "b")
     files = [(tmp_path / x / "figures" / "fig-ch4-eqn10.csv").read_bytes() for x in "ab"]
     assert files[0] == files[1]
     assert a.record.claims == ["C15"]
@@ -41,7 +41,7 @@ def test_fates_saved_csv_is_byte_identical(tmp_path: Path) -> None:
 
 def test_fates_columns(made) -> None:
     d = made["fig-ch4-fates"]
-    p = experiments.defaults("fig-ch4-fates", "smoke")
+    p = recipes.defaults("fig-ch4-fates", "smoke")
     assert d["step"].tolist() == list(range(p["steps"] + 1))
     z = {k: v for k, v in d.items() if k != "step"}
     assert all(abs(v[0]) < 1e-14 for v in z.values())  # Z(0) = 0 (read back through logs: rounding only)
@@ -55,7 +55,7 @@ def test_fates_columns(made) -> None:
 
 def test_violations_in_the_theorems_setting_are_zero(made) -> None:
     d = made["fig-ch4-violations"]
-    p = experiments.defaults("fig-ch4-violations", "smoke")
+    p = recipes.defaults("fig-ch4-violations", "smoke")
     assert set(d["family"].tolist()) == set(p["families"])
     sel = (d["protocol"] == "theorem") & (d["limit"] == "population")
     assert sel.sum() == len(p["families"])

@@ -8,7 +8,7 @@ matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from scansnap import data, experiments  # noqa: E402
+from scansnap import data, recipes  # noqa: E402
 from scansnap.recipes.ch05_scanning import TOKENS, table_attention, table_column  # noqa: E402
 
 IDS = ["fig-ch5-scanning", "fig-paper-4", "fig-paper-5"]
@@ -17,13 +17,13 @@ IDS = ["fig-ch5-scanning", "fig-paper-4", "fig-paper-5"]
 @pytest.fixture(scope="module")
 def made() -> dict[str, dict[str, np.ndarray]]:
     """Each recipe's columns in the smoke profile (rendering and saving are covered by tests/test_book.py)."""
-    return {fig_id: experiments.get(fig_id).compute(experiments.defaults(fig_id, "smoke"), None) for fig_id in IDS}
+    return {fig_id: recipes.get(fig_id).compute(recipes.defaults(fig_id, "smoke"), None) for fig_id in IDS}
 
 
 @pytest.mark.parametrize("fig_id", IDS)
 def test_recipe_is_deterministic(made, fig_id: str) -> None:
-    recipe = experiments.get(fig_id)
-    again = recipe.compute(experiments.defaults(fig_id, "smoke"), None)
+    recipe = recipes.get(fig_id)
+    again = recipe.compute(recipes.defaults(fig_id, "smoke"), None)
     first = made[fig_id]
     assert list(again) == list(first)
     for name in first:
@@ -31,7 +31,7 @@ def test_recipe_is_deterministic(made, fig_id: str) -> None:
     assert len({len(v) for v in first.values()}) == 1 and all(np.asarray(v).ndim == 1 for v in first.values())
     assert recipe.chapter == "book/chapters/05-scanning"
     for profile in ("smoke", "book", "paper"):
-        assert experiments.defaults(fig_id, profile)
+        assert recipes.defaults(fig_id, profile)
 
 
 def test_scanning_recipe_is_theorem_3(made) -> None:
@@ -51,7 +51,7 @@ def test_scanning_recipe_is_theorem_3(made) -> None:
 @pytest.mark.parametrize(("fig_id", "key"), [("fig-paper-4", "ratio"), ("fig-paper-5", "lr")])
 def test_training_tables_are_sane(made, fig_id: str, key: str) -> None:
     d = made[fig_id]
-    p = experiments.defaults(fig_id, "smoke")
+    p = recipes.defaults(fig_id, "smoke")
     values = p["ratios"] if key == "ratio" else p["lrs"]
     assert sorted(set(d[key].tolist())) == sorted(values)
     assert len(d["step"]) == len(values) * len(p["seeds"]) * (p["steps"] + 1)

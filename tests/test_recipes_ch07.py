@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from scansnap import data, experiments, metrics, train  # noqa: E402
+from scansnap import data, metrics, recipes, train  # noqa: E402
 from scansnap.recipes import ch07_syn_medium as ch7  # noqa: E402
 
 RAMP_ENTROPY = 2.151281720651836  # entropy of linspace(0.1, 1, 10), normalized
@@ -21,23 +21,23 @@ RAMP_ENTROPY = 2.151281720651836  # entropy of linspace(0.1, 1, 10), normalized
 
 @pytest.fixture
 def smoke() -> dict:
-    return experiments.defaults("fig-paper-6", "smoke")
+    return recipes.defaults("fig-paper-6", "smoke")
 
 
 def test_paper_profile_is_the_authors_sweep() -> None:
-    p = experiments.defaults("fig-paper-6", "paper")
+    p = recipes.defaults("fig-paper-6", "paper")
     assert p["num_query"] == [1, 3, 5, 10] and p["eta_Z"] == [0.5, 1.0, 2.0, 3.0]
     assert p["ratio"] == [1.0, 2.0, 5.0, 10.0] and p["seeds"] == list(range(1, 11))
     assert (p["steps"], p["batch"], p["T"], p["momentum"], p["init"]) == (100, 128, 128, 0.9, "uniform")
-    fine = experiments.defaults("fig-ch7-fine-grid", "book")
+    fine = recipes.defaults("fig-ch7-fine-grid", "book")
     assert len(fine["eta_Z"]) >= 7 and len(fine["ratio"]) >= 7
 
 
 def test_fig6_is_deterministic_and_sane(tmp_path: Path, smoke: dict) -> None:
     ch7._CACHE.clear()
-    a = experiments.run("fig-paper-6", profile="smoke", out=tmp_path / "a")
+    a = recipes.run("fig-paper-6", profile="smoke", out=tmp_path / "a")
     ch7._CACHE.clear()  # train again, not from the cache
-    experiments.run("fig-paper-6", profile="smoke", out=tmp_path / "b")
+    recipes.run("fig-paper-6", profile="smoke", out=tmp_path / "b")
     csv_a, csv_b = (tmp_path / f"{x}/figures/fig-paper-6.csv" for x in "ab")
     assert csv_a.read_bytes() == csv_b.read_bytes()
     d = a.data
@@ -70,12 +70,12 @@ def test_sweep_is_one_batched_run_per_dataset_and_matches_a_lone_run(smoke: dict
 
 
 def test_recall_figures_share_the_data(tmp_path: Path) -> None:
-    r11 = experiments.run("fig-paper-11", profile="smoke", out=tmp_path)
-    r12 = experiments.run("fig-paper-12", profile="smoke", out=tmp_path)
+    r11 = recipes.run("fig-paper-11", profile="smoke", out=tmp_path)
+    r12 = recipes.run("fig-paper-12", profile="smoke", out=tmp_path)
     d = r11.data
     for key in d:
         np.testing.assert_array_equal(d[key], r12.data[key])
-    p = experiments.defaults("fig-paper-11", "smoke")
+    p = recipes.defaults("fig-paper-11", "smoke")
     taus = ch7.thresholds(p)
     assert np.unique(d["threshold"]).tolist() == taus.tolist()
     at0 = d["threshold"] == 0
@@ -86,8 +86,8 @@ def test_recall_figures_share_the_data(tmp_path: Path) -> None:
 
 
 def test_fine_grid_recipe(tmp_path: Path) -> None:
-    p = experiments.defaults("fig-ch7-fine-grid", "smoke")
-    r = experiments.run("fig-ch7-fine-grid", profile="smoke", out=tmp_path)
+    p = recipes.defaults("fig-ch7-fine-grid", "smoke")
+    r = recipes.run("fig-ch7-fine-grid", profile="smoke", out=tmp_path)
     grids, zs, rs = ch7.cell_grid(r.data, "entropy_mean")
     assert sorted(grids) == p["num_query"] and zs.tolist() == p["eta_Z"] and rs.tolist() == p["ratio"]
     assert all(np.isfinite(g).all() for g in grids.values())

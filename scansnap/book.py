@@ -1,0 +1,53 @@
+"""What a chapter does with a made experiment: show its figures and record its verdicts.
+
+These helpers keep chapter cells short and make every run-dependent word of a page come from the run:
+:func:`show` glues an experiment's figures (``glue:figure`` shows them with the page's caption) and
+:func:`record` records verdicts made by library rules and glues, for each claim, its headline as
+``verdict-<claim>`` and each verdict as ``verdict-<claim>-<evidence>`` (use ``{glue:md}`verdict-C38```
+in prose and captions: never write a verdict word by hand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from scansnap import claims
+from scansnap.verdicts import EVIDENCE, Verdict
+
+__all__ = ["glue_value", "record", "show"]
+
+
+def _glue(key: str, value: object) -> None:
+    from myst_nb import glue
+
+    glue(key, value, display=False)
+
+
+def show(made, *fig_ids: str) -> None:
+    """Glue the figures of ``made`` (:class:`scansnap.experiments.Made`; default: all of them) under their
+    ids, close them, and print how to re-make each."""
+    import matplotlib.pyplot as plt
+
+    for fig_id in fig_ids or tuple(made.figures):
+        _glue(fig_id, made.figures[fig_id])
+        plt.close(made.figures[fig_id])
+        print(f"{fig_id}: {made.wall_time_s:.1f} s; re-make it: {made.records[fig_id].command}")
+
+
+def glue_value(key: str, value: object) -> None:
+    """Glue a run-dependent number or string for prose (``{glue:text}`key:.3f```)."""
+    _glue(key, value)
+
+
+def record(verdicts: Iterable[Verdict]):
+    """Record ``verdicts`` (:func:`scansnap.claims.record`), glue them, and return a table of them to display."""
+    from IPython.display import Markdown
+
+    made = claims.record(*verdicts)
+    rows = ["| claim | evidence | verdict | numbers |", "|---|---|---|---|"]
+    for v in made:
+        _glue(f"verdict-{v.claim}-{v.evidence}", Markdown(f"**{v.level}**"))
+        rows.append(f"| {v.claim} | {EVIDENCE[v.evidence]} | **{v.level}** | {v.summary().replace('|', '/')} |")
+    for cid in dict.fromkeys(v.claim for v in made):
+        _glue(f"verdict-{cid}", Markdown(f"**{claims.headline(cid)}**"))
+    return Markdown("\n".join(rows))

@@ -1,0 +1,91 @@
+"""The shape of a typed experiment: a configuration, a run, figures and verdicts.
+
+An :class:`Experiment` ties together, for one experiment of the book:
+
+* a frozen configuration type (a :class:`scansnap.results.Config` with a preset per profile);
+* ``run(config, progress) -> result``, a typed result (a dataclass; saved and reloaded with
+  :mod:`scansnap.results`);
+* the figures made from one result (:class:`FigureSpec`: a pure ``plot(result)`` and the ``table(result)``
+  published as the figure's data);
+* ``verdicts(result)``, the verdicts of the library rules on that result (pure: no I/O).
+
+Each module ``scansnap.experiments.chNN_<topic>`` lists its experiments in ``EXPERIMENTS`` and its
+rules in ``RULES``; :mod:`scansnap.experiments` collects them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from matplotlib.figure import Figure
+
+from scansnap.verdicts import Verdict
+
+__all__ = ["Experiment", "FigureSpec", "Progress"]
+
+Progress = Callable[[int], None]
+"""Called once per unit of work (``experiment.work(config)`` units in all)."""
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class FigureSpec(Generic[R]):
+    """One citable figure made from an experiment's result.
+
+    Attributes:
+        id: the stable figure id (file names and page anchor), e.g. ``"fig-paper-6"``.
+        caption: what it shows, one or two sentences (no verdicts, no run-dependent numbers).
+        claims: ids of the claims it bears on.
+        plot: result -> matplotlib figure (pure).
+        table: result -> the data published with the figure (equal-length columns are written as CSV).
+    """
+
+    id: str
+    caption: str
+    claims: tuple[str, ...]
+    plot: Callable[[R], Figure]
+    table: Callable[[R], Mapping[str, Any]]
+
+
+def _no_verdicts(_result: object) -> list[Verdict]:
+    return []
+
+
+def _no_work(_config: object) -> int:
+    return 0
+
+
+@dataclass(frozen=True)
+class Experiment(Generic[C, R]):
+    """A typed experiment of the book.
+
+    Attributes:
+        id: the experiment id (``"ch7-sweep"``); its result is saved as ``results/<id>.npz``.
+        chapter: the book page (docname) that shows it.
+        config: the configuration type (its ``preset(profile)`` gives the profile's parameters).
+        result: the result type.
+        run: (config, progress) -> result.
+        figures: the figures made from the result.
+        verdicts: result -> verdicts of the library rules (pure).
+        work: config -> units of progress ``run`` reports.
+    """
+
+    id: str
+    chapter: str
+    config: type[C]
+    result: type[R]
+    run: Callable[[C, Progress | None], R]
+    figures: tuple[FigureSpec[R], ...] = ()
+    verdicts: Callable[[R], list[Verdict]] = _no_verdicts
+    work: Callable[[C], int] = _no_work
+
+    def figure(self, fig_id: str) -> FigureSpec[R]:
+        """The figure ``fig_id`` of this experiment."""
+        for spec in self.figures:
+            if spec.id == fig_id:
+                return spec
+        raise ValueError(f"fig_id: must be one of {[s.id for s in self.figures]}; got {fig_id!r}")

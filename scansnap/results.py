@@ -1,0 +1,144 @@
+"""Typed configurations and results of experiments, and saving and loading them.
+
+An experiment's configuration is a frozen dataclass deriving from :class:`Config` (validated when
+made, with a preset per profile); its result is a dataclass of arrays, numbers, strings, tuples and
+nested dataclasses (the configuration among them). :func:`save` writes a result as one ``.npz`` file
+(arrays as arrays, everything else as JSON inside it), through a temporary file and a rename;
+:func:`load` reads it back into the same type, so a chapter, the command line and a test can reuse
+one run.
+
+Supported field types: ``numpy.ndarray``, ``torch.Tensor``, ``int``, ``float``, ``bool``, ``str``,
+``None``, tuples and lists of those, ``dict[str, ...]`` of those, and nested dataclasses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import types
+import typing
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+import torch
+
+from scansnap import profiles
+from scansnap._checks import check_choice
+from scansnap._io import atomic_write
+
+__all__ = ["Config", "load", "save"]
+
+R = TypeVar("R")
+_META = "__meta__"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """Base of experiment configurations: frozen, with presets per profile.
+
+    A subclass sets ``PRESETS``: profile -> field overrides applied to its defaults (the ``paper``
+    values are the defaults where the paper gives them), and validates its fields in
+    ``__post_init__`` with :mod:`scansnap._checks` (an error names the field and its allowed range).
+    """
+
+    PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    @classmethod
+    def preset(cls, profile: str | None = None):
+        """The configuration for ``profile`` (default: the active profile, ``SCANSNAP_PROFILE``)."""
+        profile = profiles.current() if profile is None else check_choice("profile", profile, profiles.PROFILES)
+        return cls(**cls.PRESETS.get(profile, {}))
+
+    def replace(self, **changes: Any):
+        """A copy with ``changes`` (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready values (tuples become lists)."""
+        return _jsonable(dataclasses.asdict(self))
+
+
+def save(result: object, path: Path) -> Path:
+    """Write the dataclass ``result`` to ``path`` (``.npz``), atomically. Returns the path."""
+    if not dataclasses.is_dataclass(result) or isinstance(result, type):
+        raise ValueError(f"result: must be a dataclass instance; got {type(result).__name__}")
+    arrays: dict[str, np.ndarray] = {}
+    meta = _encode(result, "", arrays)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays, **{_META: np.array(json.dumps(meta, sort_keys=True))})
+    path = Path(path)
+    atomic_write(path, buf.getvalue())
+    return path
+
+
+def load(cls: type[R], path: Path) -> R:
+    """Read a result of dataclass type ``cls`` written by :func:`save`."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"path: no saved result at {path}")
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    meta = json.loads(str(arrays.pop(_META)))
+    return _decode(cls, meta, arrays)
+
+
+def _encode(value: object, key: str, arrays: dict[str, np.ndarray]) -> object:
+    if isinstance(value, torch.Tensor | np.ndarray):
+        name = key or "value"
+        arrays[name] = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+        return {"__array__": name}
+    if dataclasses.is_dataclass(value):
+        return {f.name: _encode(getattr(value, f.name), f"{key}.{f.name}".lstrip("."), arrays)
+                for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {"__dict__": {str(k): _encode(v, f"{key}[{k}]", arrays) for k, v in value.items()}}
+    if isinstance(value, list | tuple):
+        return [_encode(v, f"{key}[{i}]", arrays) for i, v in enumerate(value)]
+    if isinstance(value, np.generic):
+        return value.item()
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    raise ValueError(f"result field {key!r}: cannot save a {type(value).__name__}")
+
+
+def _decode(tp: object, meta: object, arrays: dict[str, np.ndarray]) -> Any:
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if isinstance(meta, dict) and "__array__" in meta:
+        arr = arrays[meta["__array__"]]
+        return torch.from_numpy(arr.copy()) if _is(tp, torch.Tensor) else arr
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        return tp(**{f.name: _decode(hints[f.name], meta[f.name], arrays)
+                     for f in dataclasses.fields(tp) if f.init})
+    if origin in (types.UnionType, typing.Union):
+        if meta is None:
+            return None
+        options = [a for a in args if a is not type(None)]
+        return _decode(options[0] if len(options) == 1 else Any, meta, arrays)
+    if isinstance(meta, dict) and "__dict__" in meta:
+        value_type = args[1] if origin is dict and len(args) == 2 else Any
+        key_type = args[0] if origin is dict and args else str
+        return {key_type(k): _decode(value_type, v, arrays) for k, v in meta["__dict__"].items()}
+    if isinstance(meta, list):
+        if origin is tuple:
+            items = [args[0]] * len(meta) if len(args) == 2 and args[1] is Ellipsis else list(args)
+            return tuple(_decode(t, v, arrays) for t, v in zip(items or [Any] * len(meta), meta, strict=True))
+        item = args[0] if args else Any
+        return [_decode(item, v, arrays) for v in meta]
+    return meta
+
+
+def _is(tp: object, cls: type) -> bool:
+    return tp is cls or cls in typing.get_args(tp)
+
+
+def _jsonable(obj: object) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj

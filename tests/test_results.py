@@ -1,0 +1,74 @@
+"""scansnap.results: typed configurations with presets; results saved and loaded as the same type."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import names
+
+from scansnap import results
+from scansnap._checks import check_int
+
+
+@dataclass(frozen=True)
+class Cfg(results.Config):
+    steps: int = 100
+    seeds: tuple[int, ...] = (1, 2, 3)
+    PRESETS = {"smoke": dict(steps=5, seeds=(1,))}
+
+    def __post_init__(self) -> None:
+        check_int("steps", self.steps, low=1)
+
+
+@dataclass(frozen=True)
+class Inner:
+    z: torch.Tensor
+    label: str
+
+
+@dataclass(frozen=True)
+class Res:
+    config: Cfg
+    x: np.ndarray
+    y: float
+    inner: Inner
+    per_q: dict[int, np.ndarray]
+    names: tuple[str, ...]
+    note: str | None = None
+    extra: list[float] = field(default_factory=list)
+
+
+def test_presets_and_validation() -> None:
+    assert Cfg.preset("smoke") == Cfg(steps=5, seeds=(1,))
+    assert Cfg.preset("paper") == Cfg()
+    assert Cfg.preset("book").to_dict() == {"steps": 100, "seeds": [1, 2, 3]}
+    with pytest.raises(ValueError, match=names("steps")):
+        Cfg(steps=0)
+    with pytest.raises(ValueError, match=names("steps")):
+        Cfg().replace(steps=-1)
+    with pytest.raises(ValueError, match=names("profile")):
+        Cfg.preset("huge")
+
+
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    r = Res(Cfg.preset("smoke"), np.arange(6.0).reshape(2, 3), 0.5, Inner(torch.ones(2, dtype=torch.float64), "a"),
+            {1: np.array([1.0]), 10: np.array([2.0, 3.0])}, ("p", "q"), None, [1.0, 2.5])
+    path = results.save(r, tmp_path / "r.npz")
+    back = results.load(Res, path)
+    assert back.config == r.config and back.y == 0.5 and back.names == ("p", "q") and back.note is None
+    np.testing.assert_array_equal(back.x, r.x)
+    assert isinstance(back.inner.z, torch.Tensor) and torch.equal(back.inner.z, r.inner.z)
+    assert sorted(back.per_q) == [1, 10] and np.array_equal(back.per_q[10], [2.0, 3.0])
+    assert back.extra == [1.0, 2.5]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_save_rejects_what_it_cannot_write(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=names("result")):
+        results.save({"a": 1}, tmp_path / "x.npz")
+    with pytest.raises(FileNotFoundError, match=names("path")):
+        results.load(Res, tmp_path / "missing.npz")
