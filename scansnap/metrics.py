@@ -4,7 +4,8 @@
 attention distribution ``f_n = c_n / 1^T c_n`` (Lemma 2) restricted to the distinct tokens
 ``G_DT(n)`` and renormalized, its entropy (natural log), averaged over ``n``.
 :func:`recall_at_threshold` is the recall-threshold curve of the paper's Figures 11-12 (Appendix G),
-and :func:`recall_reach` summarizes how slowly such a curve descends.
+and :func:`recall_reach` summarizes how slowly such a curve descends. :func:`freeze_rate` measures how
+fast an attention pattern still moves (the "snap" of Sec. 6 and the frozen maps of Figure 7).
 """
 
 from __future__ import annotations
@@ -15,7 +16,14 @@ import torch
 from scansnap._checks import check_tensor
 from scansnap.data import SequenceClasses
 
-__all__ = ["attention_entropy", "distinct_attention", "recall_at_threshold", "recall_reach", "token_mass"]
+__all__ = [
+    "attention_entropy",
+    "distinct_attention",
+    "freeze_rate",
+    "recall_at_threshold",
+    "recall_reach",
+    "token_mass",
+]
 
 
 def distinct_attention(f: torch.Tensor, classes: SequenceClasses) -> torch.Tensor:
@@ -129,3 +137,33 @@ def recall_reach(recall: np.ndarray, thresholds: np.ndarray, level: float) -> np
     frac = np.divide(r_hi - level, r_hi - r_lo, out=np.zeros_like(r_hi), where=r_hi > r_lo)
     reach = np.where(i == 0, tau[0], tau[lo] + frac * (tau[i] - tau[lo]))
     return np.where(below.any(axis=-1), reach, np.nan)
+
+
+def freeze_rate(snapshots: torch.Tensor, steps: object, dims: int = 2) -> torch.Tensor:
+    """Relative change of attention per step between consecutive snapshots (Sec. 6 "snap"; Figure 7).
+
+    ``rate_i = ||A_{i+1} - A_i||_F / (||A_i||_F (s_{i+1} - s_i))``, the Frobenius norms taken over the last
+    ``dims`` axes (e.g. ``(K, M)`` attention maps, or ``(T, T)`` maps of a language model). A pattern that
+    has frozen has a rate near 0 even when it is not stationary.
+
+    Args:
+        snapshots: ``(S, ..., *map)`` attention at ``S >= 2`` snapshot steps (floating).
+        steps: ``(S,)`` strictly increasing step numbers of the snapshots.
+        dims: number of trailing axes that form one map (>= 1).
+
+    Returns:
+        ``(S - 1, ...)`` the rate between snapshot ``i`` and ``i + 1``, per unit step.
+    """
+    check_tensor("snapshots", snapshots, floating=True)
+    s = torch.as_tensor(steps, dtype=snapshots.dtype)
+    if not isinstance(dims, int) or isinstance(dims, bool) or not 1 <= dims <= snapshots.ndim - 1:
+        raise ValueError(f"dims: must be an integer in [1, {snapshots.ndim - 1}]; got {dims!r}")
+    if snapshots.shape[0] < 2 or s.shape != (snapshots.shape[0],) or not (s.diff() > 0).all():
+        raise ValueError(f"steps: must be {snapshots.shape[0]} >= 2 strictly increasing step numbers, one per "
+                         f"snapshot; got {s.tolist()}")
+    axes = tuple(range(-dims, 0))
+    change = torch.linalg.vector_norm(snapshots.diff(dim=0), dim=axes)
+    size = torch.linalg.vector_norm(snapshots[:-1], dim=axes)
+    if not (size > 0).all():
+        raise ValueError("snapshots: a snapshot is all zeros (its relative change is undefined)")
+    return change / size / s.diff().reshape(-1, *([1] * (change.ndim - 1)))

@@ -228,3 +228,30 @@ def test_recall_rejects_bad_input(small: SequenceClasses) -> None:
     c = sequence_classes(2, 1, num_common=3, num_distinct=0)
     with pytest.raises(ValueError, match=names("classes")):
         recall_at_threshold(c.probs, c, torch.zeros(2, dtype=F64))
+
+
+def test_freeze_rate_is_the_relative_change_per_step() -> None:
+    from scansnap.metrics import freeze_rate
+
+    a = torch.ones(3, 2, 4, 5, dtype=torch.float64)
+    a[1] *= 1.1  # +10% between steps 0 and 10
+    a[2] = a[1]  # frozen between 10 and 30
+    r = freeze_rate(a, [0, 10, 30])
+    assert r.shape == (2, 2)
+    torch.testing.assert_close(r[0], torch.full((2,), 0.1 / 10, dtype=torch.float64))
+    assert (r[1] == 0).all()
+    torch.testing.assert_close(freeze_rate(a, [0, 10, 30], dims=3), torch.tensor([0.01, 0.0], dtype=torch.float64))
+
+
+def test_freeze_rate_rejects_bad_input() -> None:
+    from scansnap.metrics import freeze_rate
+
+    a = torch.rand(3, 4, 4, dtype=torch.float64)
+    with pytest.raises(ValueError, match=names("steps")):
+        freeze_rate(a, [0, 0, 1])
+    with pytest.raises(ValueError, match=names("steps")):
+        freeze_rate(a, [0, 1])
+    with pytest.raises(ValueError, match=names("dims")):
+        freeze_rate(a, [0, 1, 2], dims=3)
+    with pytest.raises(ValueError, match=names("snapshots")):
+        freeze_rate(torch.zeros(2, 3, 3), [0, 1])
