@@ -99,7 +99,7 @@ clean:
 	@if [ -x $(BIN)/jupyter-book ] && [ -d _build ]; then $(BIN)/jupyter-book clean .; \
 	else find _build -mindepth 1 -maxdepth 1 ! -name .jupyter_cache -exec rm -rf {} + 2>/dev/null || true; fi
 
-# The execution cache re-runs a page only when its own code cells change, not when scansnap/
-# changes: clear it after editing the library.
+# The execution cache key of a page includes a hash of the scansnap sources it imports
+# (_ext/scansnap_book.py), so library edits re-execute the pages they affect; this starts from scratch.
 clean-cache:
 	rm -rf _build $(FIGURES)
