@@ -51,3 +51,54 @@ def test_real_chapters_depend_on_their_experiment_module() -> None:
     src = (ROOT / "book" / "chapters" / "01-setting.md").read_text()
     closure = ext.library_closure(ROOT, src)
     assert "scansnap.experiments.ch01_setting" in closure and "scansnap.data" in closure
+
+
+MINI_PAGE = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+# page
+
+```{code-cell} ipython3
+import time
+from scansnap import data
+print("X =", data.X, "at", time.time())
+```
+"""
+
+
+def _build(book: Path) -> str:
+    import re
+    import subprocess
+
+    jb = Path(sys.executable).parent / "jupyter-book"
+    done = subprocess.run([str(jb), "build", str(book), "-W", "-n", "-q"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return re.search(r"X = \d+ at [\d.]+", (book / "_build/html/page.html").read_text()).group(0)
+
+
+def test_a_library_edit_reexecutes_the_pages_that_import_it_and_only_those(tmp_path: Path) -> None:
+    """End to end with jupyter-book and the execution cache: a tiny book whose page imports a tiny
+    ``scansnap`` package (found first on the kernel's path: the page's folder)."""
+    book = tmp_path / "book"
+    (book / "_ext").mkdir(parents=True)
+    (book / "_ext" / "scansnap_book.py").write_text((ROOT / "_ext" / "scansnap_book.py").read_text())
+    _tree(book)
+    (book / "_config.yml").write_text("title: mini\nexecute:\n  execute_notebooks: cache\n  raise_on_error: true\n"
+                                      "sphinx:\n  local_extensions:\n    scansnap_book: _ext\n"
+                                      "exclude_patterns: [_build, _ext, scansnap]\n")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: page\n")
+    (book / "intro.md").write_text("# intro\n")
+    (book / "page.md").write_text(MINI_PAGE)
+    first = _build(book)
+    assert first.startswith("X = 1")
+    (book / "scansnap" / "other.py").write_text("Y = 99\n")  # the page does not import it
+    assert _build(book) == first  # served from the cache: same output, same time stamp
+    (book / "scansnap" / "data.py").write_text("X = 2\n")  # the page imports it
+    assert _build(book).startswith("X = 2")  # re-executed against the new code
