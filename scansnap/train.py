@@ -162,6 +162,7 @@ def train(
     snapshot_steps: Sequence[int] | None = None,
     dtype: torch.dtype = torch.float64,
     callback: Callable[[int], None] | None = None,
+    lr_schedule: Sequence[float] | None = None,
 ) -> History:
     """Train ``C`` configurations of :class:`~scansnap.model.YZModel` at once (paper Sec. 8 protocol).
 
@@ -178,6 +179,9 @@ def train(
         snapshot_steps: steps at which to record the attention (default :func:`log_steps`).
         dtype: parameter dtype.
         callback: called with the step index after each update (e.g. a progress bar).
+        lr_schedule: one factor > 0 per step on both learning rates (default: constant rates), e.g. the
+            warm-up ``(1 - momentum^(t+1)) / (1 - momentum)`` that heavy-ball momentum applies to a
+            constant gradient.
 
     Returns:
         :class:`History`.
@@ -206,6 +210,11 @@ def train(
     else:
         opt = Adam([model.Y, model.Z], [eta_Y, eta_Z], betas=betas)
 
+    if lr_schedule is not None:
+        lr_schedule = [check_positive("lr_schedule", v) for v in lr_schedule]
+        if len(lr_schedule) != steps:
+            raise ValueError(f"lr_schedule: must hold one factor per step ({steps}); got {len(lr_schedule)}")
+    base_lrs = list(opt.lrs)
     losses = torch.empty(len(seeds), steps, dtype=dtype)
     attention = []
     for t in range(steps + 1):
@@ -216,6 +225,8 @@ def train(
             break
         query, weights, target = _inputs(classes, limit, gens, seed_index, batch, T, dtype)
         loss, model.Y.grad, model.Z.grad = model.loss_and_gradients(query, weights, target)  # Lemma 1
+        if lr_schedule is not None:
+            opt.lrs = [lr * lr_schedule[t] for lr in base_lrs]
         opt.step()
         losses[:, t] = loss
         if callback is not None:
@@ -225,6 +236,8 @@ def train(
         steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=tuple(betas),
         init=init, limit=limit, dtype=str(dtype).replace("torch.", ""),
     )
+    if lr_schedule is not None:
+        settings["lr_schedule"] = tuple(lr_schedule)
     return History(
         steps=torch.tensor(snaps), loss=losses, attention=torch.stack(attention),
         eta_Y=eta_Y, eta_Z=eta_Z, seeds=seeds,

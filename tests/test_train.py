@@ -234,6 +234,19 @@ def test_custom_snapshot_steps_and_callback(small: SequenceClasses) -> None:
     assert torch.equal(h.at(5), full.at(5))
 
 
+def test_lr_schedule_scales_the_rates_step_by_step(small: SequenceClasses) -> None:
+    """A constant factor c is the rate c * eta; a ramp differs from both ends; the rates kept in History stay."""
+    run = dict(steps=6, optimizer="sgd", momentum=0.0, limit="population")
+    scaled = train(small, 1.0, 0.5, lr_schedule=[3.0] * 6, **run)
+    direct = train(small, 3.0, 1.5, **run)
+    assert (scaled.Y - direct.Y).abs().max() < 1e-12 and (scaled.Z - direct.Z).abs().max() < 1e-12
+    assert scaled.eta_Y.tolist() == [1.0] and scaled.settings["lr_schedule"] == (3.0,) * 6
+    ramp = train(small, 1.0, 0.5, lr_schedule=[1, 1, 1, 3, 3, 3], **run)
+    assert 0 < (ramp.Z - direct.Z).abs().max() and 0 < (ramp.Z - train(small, 1.0, 0.5, **run).Z).abs().max()
+    with pytest.raises(ValueError, match=names("lr_schedule")):
+        train(small, 1.0, 0.5, lr_schedule=[1.0] * 5, **run)
+
+
 def test_broadcasting_of_configs(small: SequenceClasses) -> None:
     h = train(small, [1.0, 2.0, 3.0], 0.5, seed=7, steps=3, batch=4, T=5)
     assert h.eta_Z.tolist() == [0.5] * 3 and h.seeds.tolist() == [7] * 3
