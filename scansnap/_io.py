@@ -7,15 +7,29 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["artifacts_dir", "atomic_write", "dump_json"]
+__all__ = ["INSTALLED_DEFAULT", "artifacts_dir", "atomic_write", "dump_json", "source_checkout"]
 
 ROOT = Path(__file__).resolve().parent.parent
+INSTALLED_DEFAULT = "scansnap-artifacts"
+"""The artifacts folder, under the current directory, of a pip-installed package."""
+
+
+def source_checkout() -> Path | None:
+    """The book's source checkout this package runs from (the folder holding ``_config.yml``,
+    ``pyproject.toml`` and ``scansnap/``), or ``None`` for an installed package (``ROOT`` is then
+    ``site-packages``)."""
+    return ROOT if (ROOT / "_config.yml").is_file() and (ROOT / "pyproject.toml").is_file() else None
 
 
 def artifacts_dir() -> Path:
-    """Where figures and verdicts are written: ``$SCANSNAP_ARTIFACTS`` or ``<repo>/_extra``, which
-    Sphinx's ``html_extra_path`` publishes at the root of the site."""
-    return Path(os.environ.get("SCANSNAP_ARTIFACTS", ROOT / "_extra"))
+    """Where figures, results and verdicts are written: ``$SCANSNAP_ARTIFACTS`` if set; else, in the
+    book's source checkout, ``<checkout>/_extra`` (Sphinx's ``html_extra_path`` publishes it at the
+    root of the site); else (an installed package) ``./scansnap-artifacts`` under the current
+    directory, never a folder inside ``site-packages``."""
+    if os.environ.get("SCANSNAP_ARTIFACTS"):
+        return Path(os.environ["SCANSNAP_ARTIFACTS"])
+    checkout = source_checkout()
+    return checkout / "_extra" if checkout is not None else Path.cwd() / INSTALLED_DEFAULT
 
 
 def atomic_write(path: Path, payload: bytes) -> None:

@@ -5,14 +5,18 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from scansnap._io import source_checkout
+
 __all__ = ["describe", "git_commit", "version"]
 
-_ROOT = Path(__file__).resolve().parent.parent
 
-
-def git_commit(root: Path = _ROOT) -> str:
+def git_commit(root: Path | None = None) -> str:
     """The commit hash of ``root``'s checkout, with ``+dirty`` if tracked files changed; ``"unknown"``
-    outside a git checkout (e.g. an installed wheel)."""
+    outside a git checkout. ``root`` defaults to the book's source checkout this package runs from;
+    an installed package has none and gives ``"unknown"`` (even inside some other git repository)."""
+    root = source_checkout() if root is None else root
+    if root is None:
+        return "unknown"
     try:
         head = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True, timeout=10
