@@ -7,6 +7,7 @@ import math
 import numbers
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 Shape = Sequence[object]  # ints, or Ellipsis for "any leading dimensions"
@@ -74,6 +75,49 @@ def check_tensor(
             f"{name}: values must lie in {_interval(low, high)}; got min {t.min().item()}, max {t.max().item()}"
         )
     return t
+
+
+def check_array(name: str, x: object, ndim: int | None = None) -> np.ndarray:
+    """Require finite numbers (a numpy array, a torch tensor or a nested sequence), optionally with ``ndim``
+    dimensions; returns them as a float64 numpy array."""
+    a = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+    if not (np.issubdtype(a.dtype, np.number) or a.dtype == bool):
+        raise ValueError(f"{name}: must be numeric; got dtype {a.dtype}")
+    a = a.astype(np.float64)
+    if ndim is not None and a.ndim != ndim:
+        raise ValueError(f"{name}: must have {ndim} dimension(s); got shape {a.shape}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name}: must be finite (no nan or inf)")
+    return a
+
+
+def check_unit_columns(name: str, F: torch.Tensor, atol: float = 1e-9) -> torch.Tensor:
+    """Require ``(..., d, K)`` finite non-negative columns of unit l2 norm with ``d >= K >= 1`` (the inputs
+    ``F = [f~_1 .. f~_K]`` of Theorem 1, one class per column)."""
+    check_tensor(name, F, shape=(..., -1, -1), floating=True, low=0.0)
+    d, K = F.shape[-2:]
+    if K < 1 or d < K:
+        raise ValueError(f"{name}: must have shape (..., d, K) with d >= K >= 1; got {tuple(F.shape)}")
+    err = (torch.linalg.vector_norm(F, dim=-2) - 1).abs().max().item() if F.numel() else 0.0
+    if err > atol:
+        raise ValueError(f"{name}: columns must have unit l2 norm (within {atol:g}); off by up to {err:.3g}")
+    return F
+
+
+def check_overlaps(name: str, E: torch.Tensor, atol: float = 1e-12) -> torch.Tensor:
+    """Require ``(..., K, K)`` overlaps ``E = F^T F - I``: finite, symmetric, zero diagonal, with ``I + E``
+    positive definite (Assumption 2)."""
+    check_tensor(name, E, shape=(..., -1, -1), floating=True)
+    K = E.shape[-1]
+    if E.shape[-2] != K:
+        raise ValueError(f"{name}: must be square (..., K, K); got {tuple(E.shape)}")
+    if E.numel() == 0:
+        return E
+    if (E - E.mT).abs().max() > atol or torch.diagonal(E, dim1=-2, dim2=-1).abs().max() > atol:
+        raise ValueError(f"{name}: must be symmetric with zero diagonal (E = F^T F - I)")
+    if torch.linalg.eigvalsh(E + torch.eye(K, dtype=E.dtype)).min() <= 0:
+        raise ValueError(f"{name}: I + E must be positive definite (Assumption 2)")
+    return E
 
 
 def _shape_ok(got: tuple[int, ...], want: tuple[object, ...]) -> bool:

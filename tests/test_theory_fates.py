@@ -9,13 +9,15 @@ from conftest import gen, names
 
 from scansnap import data, train
 from scansnap.model import init_params
-from scansnap.theory import decoder, fates
+from scansnap.theory import fates
+from scansnap.theory.decoder import gamma_of_h, gram, theorem1_coefficients, xi
+from scansnap.theory.families import classes_from_weights, example_families, random_classes
 
 F64 = torch.float64
 
 
 def random_family(seed: int, one_common: bool = False) -> data.SequenceClasses:
-    return fates.random_classes(gen(seed), one_common=one_common)
+    return random_classes(gen(seed), one_common=one_common)
 
 
 def random_state(classes: data.SequenceClasses, seed: int) -> tuple[torch.Tensor, float]:
@@ -32,17 +34,17 @@ def test_eqn10_equals_exact_gradient_under_theorem1_decoder(seed: int) -> None:
     Z, h = random_state(classes, seed)
     Y = fates.theorem1_decoder(classes, Z, h)
     exact = fates.population_zdot(classes, Y, Z, eta_Z=0.7)
-    gamma = fates.speed_gamma(h, classes.M)
+    gamma = gamma_of_h(h, classes.M)
     pred = fates.eqn10_zdot(classes, Z, gamma, eta_Z=0.7)
     torch.testing.assert_close(exact, pred, rtol=0, atol=1e-12 * max(1.0, pred.abs().max().item()))
     # Theorem 2(a): distinct tokens move at eta_Z gamma pi_n xi_n f~_nl^2 (> 0 when the class overlaps)
     ft = fates.unit_scores(classes, Z)
-    xi = fates.xi_coefficients(ft, classes.M)
-    rate = 0.7 * gamma * xi[:, None] * ft**2 / classes.K
+    xi_n = xi(gram(ft.mT), classes.M)
+    rate = 0.7 * gamma * xi_n[:, None] * ft**2 / classes.K
     mask = classes.distinct_mask()
     torch.testing.assert_close(exact[classes.query][mask], rate[mask], rtol=0, atol=1e-12)
-    overlaps = (fates.overlap_gram(ft) > 1e-9).any(1)
-    assert (xi[overlaps] > 0).all()
+    overlaps = (gram(ft.mT) > 1e-9).any(1)
+    assert (xi_n[overlaps] > 0).all()
     assert (exact[classes.query][mask & overlaps[:, None]] > 0).all()
 
 
@@ -56,8 +58,8 @@ def test_theorem1_decoder_gives_theorem1_gradient(small) -> None:
     torch.testing.assert_close(ft @ Y, h * (M * torch.nn.functional.one_hot(small.next, M).to(F64) - 1),
                                rtol=0, atol=1e-12)
     A, off = fates.span_coefficients(ft, fates.class_gradients(small, Y, Z))
-    iota, beta = fates.decoder_coefficients(ft, M)
-    gamma = fates.speed_gamma(h, M)
+    iota, beta = theorem1_coefficients(gram(ft.mT), M)
+    gamma = gamma_of_h(h, M)
     assert off < 1e-12
     torch.testing.assert_close(torch.diagonal(A), gamma * iota, rtol=0, atol=1e-12)
     torch.testing.assert_close(A - torch.diag(torch.diagonal(A)), -gamma * beta, rtol=0, atol=1e-12)
@@ -70,15 +72,15 @@ def test_decoder_coefficients_closed_forms() -> None:
     b = torch.tensor([0.6, 0.0, 0.8], dtype=F64)
     ft = torch.stack([a, b])
     E, M = 0.36, 10
-    _, beta = fates.decoder_coefficients(ft, M)
+    _, beta = theorem1_coefficients(gram(ft.mT), M)
     assert beta[0, 1].item() == pytest.approx(E / (1 - E**2) + 1 / (M * (1 + E)), rel=1e-13)
-    assert fates.xi_coefficients(ft, M)[0].item() == pytest.approx(beta[0, 1].item() * E, rel=1e-13)
+    assert xi(gram(ft.mT), M)[0].item() == pytest.approx(beta[0, 1].item() * E, rel=1e-13)
     classes = random_family(3)
     ft = fates.unit_scores(classes, random_state(classes, 3)[0])
-    Eg = fates.overlap_gram(ft)
+    Eg = gram(ft.mT)
     inv = torch.linalg.inv(torch.eye(classes.K, dtype=F64) + Eg)
     closed = torch.diagonal(Eg @ Eg @ inv) + (Eg @ inv).sum(1) / classes.M
-    torch.testing.assert_close(fates.xi_coefficients(ft, classes.M), closed, rtol=0, atol=1e-12)
+    torch.testing.assert_close(xi(gram(ft.mT), classes.M), closed, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -86,7 +88,7 @@ def test_theorem2b_single_common_token(seed: int) -> None:
     classes = random_family(seed, one_common=True)
     assert classes.common().tolist() == [0] and classes.distinct_mask().any(1).all()
     Z, h = random_state(classes, seed)
-    gamma = float(fates.speed_gamma(h, classes.M))
+    gamma = float(gamma_of_h(h, classes.M))
     pred = fates.eqn10_zdot(classes, Z, gamma, eta_Z=1.3)
     closed = fates.single_common_rate(classes, Z, gamma, eta_Z=1.3)
     queries = torch.unique(classes.query)
@@ -115,14 +117,14 @@ def test_corollary2_symmetric_family() -> None:
     torch.testing.assert_close(moves, moves[:1].expand(3, -1), rtol=0, atol=1e-14)
     # the closed-form beta is Theorem 1's beta when E = S (1 1^T - I)
     ft = fates.unit_scores(classes, Z)
-    _, beta = fates.decoder_coefficients(ft, classes.M)
+    _, beta = theorem1_coefficients(gram(ft.mT), classes.M)
     S = float((eps**2).sum())
     assert beta[0, 1].item() == pytest.approx(float(fates.corollary2_beta(S, 3, classes.M)), rel=1e-12)
 
 
 def test_asymmetric_common_token_can_rise() -> None:
     """Without symmetry Corollary 2 fails: a common token that is nearly distinct to one class rises."""
-    classes = fates.example_families()["two common, asymmetric"]
+    classes = example_families()["two common, asymmetric"]
     Z = torch.zeros(classes.M, classes.M, dtype=F64)
     pred = fates.eqn10_zdot(classes, Z, 1.0)
     m = int(classes.query[0])
@@ -131,14 +133,14 @@ def test_asymmetric_common_token_can_rise() -> None:
 
 def test_random_classes() -> None:
     for seed in range(20):
-        c = fates.random_classes(gen(seed))
+        c = random_classes(gen(seed))
         assert 2 <= c.K <= 5 and c.distinct_mask().any(1).all()
-        assert torch.equal(fates.random_classes(gen(seed)).probs, c.probs)  # same generator state, same family
+        assert torch.equal(random_classes(gen(seed)).probs, c.probs)  # same generator state, same family
 
 
 def test_disjoint_classes_do_not_move_attention() -> None:
     """No overlap, no attention dynamics: Eqn 10 is 0, and so is Z after long-sequence training."""
-    classes = fates.example_families()["disjoint"]
+    classes = example_families()["disjoint"]
     Z = torch.randn(classes.M, classes.M, generator=gen(0), dtype=F64)
     assert fates.eqn10_zdot(classes, Z, 1.0).abs().max() == 0
     hist = train.train(classes, 1.0, 1.0, steps=30, momentum=0.0, limit="population", snapshot_steps=[30])
@@ -148,7 +150,7 @@ def test_disjoint_classes_do_not_move_attention() -> None:
 @pytest.mark.parametrize("name", ["Syn-Small", "one common token", "common to 2 of 3"])
 @pytest.mark.parametrize("limit", ["population", "sampled"])
 def test_logits_from_attention_recovers_Z(name: str, limit: str) -> None:
-    classes = fates.example_families()[name]
+    classes = example_families()[name]
     hist = train.train(classes, 1.0, 1.0, steps=8, batch=16, T=32, limit=limit, seed=[1, 2], snapshot_steps=[0, 4, 8])
     Z = fates.logits_from_attention(hist.attention, classes)  # (S, C, M, M)
     assert Z.shape == (3, 2, classes.M, classes.M)
@@ -179,19 +181,6 @@ def test_fate_counts_on_a_made_up_trajectory(small) -> None:
     assert c.min_distinct_move == pytest.approx(-0.3) and c.max_common_move == pytest.approx(0.1)
 
 
-def test_speed_gamma_is_theorem1_gamma() -> None:
-    """speed_gamma(_at) are torch views of scansnap.theory.decoder's gamma_of_h and gamma."""
-    M, eta = 50, 0.7
-    s = torch.tensor([0.0, 1e-3, 0.5, 3.0, 40.0, 1e3, 1e6], dtype=F64)
-    h = decoder.lemma6_h(s.numpy(), M, eta)
-    np.testing.assert_array_equal(fates.speed_gamma(torch.from_numpy(h), M).numpy(), decoder.gamma_of_h(h, M))
-    gam = fates.speed_gamma_at(4 * s, M, 4, eta).numpy()
-    np.testing.assert_array_equal(gam, decoder.gamma(4 * s.numpy(), M, 4, eta))
-    # gamma ~ eta t / K early (Theorem 1(b))
-    t = 1e-3
-    assert float(fates.speed_gamma_at(t, M, 4, eta)) == pytest.approx(eta * t / 4, rel=1e-3)
-
-
 @pytest.mark.parametrize("B", [3, 2])  # B = K = 2: a batch as long as the number of classes
 def test_eqn10_batched_over_leading_axes(small, B: int) -> None:
     Zs = torch.randn(B, small.M, small.M, generator=gen(2), dtype=F64)
@@ -215,14 +204,12 @@ def test_bad_input_is_rejected(small) -> None:
     with pytest.raises(ValueError, match=names("S")):
         fates.corollary2_beta(1.0, 2, 10)
     with pytest.raises(ValueError, match=names("query")):
-        fates.classes_from_weights([[1.0, 1.0], [1.0, 0.0]], [0, 2])
+        classes_from_weights([[1.0, 1.0], [1.0, 0.0]], [0, 2])
     with pytest.raises(ValueError, match=names("weights")):
-        fates.classes_from_weights([[1.0, -1.0], [1.0, 0.0]], [0, 0])
+        classes_from_weights([[1.0, -1.0], [1.0, 0.0]], [0, 0])
     with pytest.raises(ValueError, match=names("f")):
         fates.logits_from_attention(torch.zeros(2, small.M, dtype=F64), small)
     with pytest.raises(ValueError, match=names("Z")):
         fates.fate_counts(Z[None], small)
-    with pytest.raises(ValueError, match=names("s")):
-        fates.speed_gamma_at(-1.0, 10, 2, 1.0)
-    with pytest.raises(ValueError, match=names("h")):
-        fates.speed_gamma(-1.0, 10)
+    with pytest.raises(ValueError, match=names("beta")):
+        fates.eqn10_zdot(small, Z, 1.0, beta=torch.zeros(3, 3, dtype=F64))

@@ -11,7 +11,9 @@ from scipy.stats import spearmanr
 from scansnap import train
 from scansnap.data import SequenceClasses, sequence_classes, syn_small
 from scansnap.theory import scanning as sc
-from scansnap.theory.fates import eqn10_zdot
+from scansnap.theory.decoder import gamma as theorem1_gamma
+from scansnap.theory.decoder import gram, xi
+from scansnap.theory.fates import eqn10_zdot, unit_scores
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +80,9 @@ def test_integrate_eqn10_matches_eqn10_zdot_and_shared_queries(shared_query: Seq
     np.testing.assert_allclose(run.logits[:, 0], run.logits[:, 1], rtol=0, atol=1e-12)
     np.testing.assert_allclose(run.logits[:, 2], run.logits[:, 3], rtol=0, atol=1e-12)
     # finite difference between t = 2 and 2 + 1e-4 against the velocity of Eqn 10 (gamma at t = 2)
-    from scansnap.theory.fates import speed_gamma_at
-
     Z = Z0.clone()
     Z[shared_query.query] = torch.as_tensor(run.logits[1])  # every query row at t = 2
-    gamma = float(speed_gamma_at(2.0, shared_query.M, shared_query.K, 2.0))
+    gamma = float(theorem1_gamma(2.0, shared_query.M, shared_query.K, 2.0))
     v = eqn10_zdot(shared_query, Z, gamma, 0.5)[shared_query.query[0]].numpy()
     fd = (run.logits[2, 0] - run.logits[1, 0]) / 1e-4
     assert np.abs(fd - v).max() < 1e-3 * np.abs(v).max() and np.abs(v).max() > 1e-3
@@ -162,6 +162,35 @@ def test_integrate_eqn10_rows_sum_preserved_with_eqn10_zdot(small: SequenceClass
     assert v.sum(-1).abs().max() < 1e-14
 
 
+def test_growth_bound_is_the_integral_of_the_rate_along_the_eqn10_run(small: SequenceClasses,
+                                                                      small_run: sc.Eqn10Run) -> None:
+    """B_n = eta_Z int gamma pi_n xi_n: the trapezoid rule on the run's own gamma and xi approaches the B_n
+    integrated inside the ODE, and the rate is Theorem 2(a)'s (eta_Z gamma pi_n xi_n)."""
+    t = np.concatenate([[0.0], np.geomspace(0.5, 300.0, 400)])
+    run = sc.integrate_eqn10(small, 1.0, 1.0, t)
+    gam = theorem1_gamma(t, small.M, small.K, 1.0)
+    xi_n = xi(gram(torch.as_tensor(run.ft).mT), small.M).numpy()  # (S, K), batched
+    np.testing.assert_allclose(run.rate, sc.growth_rate(gam, xi_n, eta_Z=1.0, pi=0.5), rtol=1e-12)
+    B = sc.growth_bound(t, gam, xi_n, eta_Z=1.0, pi=np.array([0.5, 0.5]))
+    assert B.shape == (len(t), 2) and B[0].tolist() == [0.0, 0.0]
+    np.testing.assert_allclose(B[-1], run.B[-1], rtol=2e-3)
+    # pi enters linearly, eta_Z too; one class alone gives a 1-D B
+    np.testing.assert_allclose(sc.growth_bound(t, gam, xi_n[:, 0], eta_Z=2.0, pi=1.0), 4 * B[:, 0], rtol=1e-12)
+
+
+def test_growth_bound_exact_on_a_linear_rate() -> None:
+    """A rate linear in t is integrated exactly by the trapezoid rule: B = eta_Z pi xi t^2 / 2 for gamma = t."""
+    t = np.array([0.0, 0.5, 2.0, 3.0])
+    B = sc.growth_bound(t, t, np.full((4, 2), 0.3), eta_Z=2.0, pi=np.array([0.25, 0.75]))
+    np.testing.assert_allclose(B, 2.0 * np.outer(t**2 / 2, [0.25 * 0.3, 0.75 * 0.3]), rtol=1e-14)
+
+
+def test_eqn10_run_ft_is_unit_scores(small: SequenceClasses, small_run: sc.Eqn10Run) -> None:
+    Z = torch.zeros(small.M, small.M, dtype=torch.float64)
+    Z[small.query] = torch.as_tensor(small_run.logits[-1])
+    np.testing.assert_allclose(small_run.ft[-1], unit_scores(small, Z).numpy(), rtol=0, atol=1e-15)
+
+
 @pytest.mark.parametrize(
     ("call", "param"),
     [
@@ -182,6 +211,10 @@ def test_integrate_eqn10_rows_sum_preserved_with_eqn10_zdot(small: SequenceClass
         (lambda: sc.distinct_flow(np.array([0.5, 0.5]), np.array([True, False]), 1.0, np.array([1.0, 2.0])), "t"),
         (lambda: sc.eqn11_deviation(np.ones((2, 3)) / 3, np.ones(3) / 3, np.array([True, False, False])),
          "distinct"),
+        (lambda: sc.growth_rate(np.ones(2), np.ones((2, 2)), eta_Z=0.0, pi=0.5), "eta_Z"),
+        (lambda: sc.growth_rate(np.ones(2), np.ones((2, 2)), eta_Z=1.0, pi=-0.5), "pi"),
+        (lambda: sc.growth_bound(np.array([0.0, 1.0]), np.ones(3), np.ones((3, 2)), eta_Z=1.0, pi=0.5), "xi_n"),
+        (lambda: sc.growth_bound(np.array([1.0, 2.0]), np.ones(2), np.ones((2, 2)), eta_Z=1.0, pi=0.5), "t"),
     ],
 )
 def test_bad_input_names_the_parameter(call, param: str) -> None:

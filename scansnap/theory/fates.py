@@ -23,228 +23,60 @@ with ``P(l|n) = P_l``, symmetric ``Z``): every common token ``l`` has
 ``z-dot_ml = -eta_Z gamma (sum_n pi_n) (K - 1) beta eps_l^2 (1 - S) < 0`` with ``eps_l = f~_nl``,
 ``S = sum_{c common} eps_c^2`` and ``beta`` of :func:`corollary2_beta`.
 
-Theorem 1's quantities (``F``, ``E``, ``iota``, ``beta``, ``xi``, ``gamma``, ``g_n``) are defined once, in
-:mod:`scansnap.theory.decoder`; the functions here of those names are torch views of them (rows
-``f~_n`` instead of columns, optional leading axes). Everything here is torch float64; ``Z`` is
-``(M, M)`` (``Z[m, l]``: key ``l`` for query ``m``) with optional leading axes where stated.
-:func:`population_zdot` is the exact gradient of the model's population loss (no Theorem 1), the
-reference Eqn 10 is checked against.
+Theorem 1's quantities are defined once, in :mod:`scansnap.theory.decoder` (``gram``,
+``theorem1_coefficients``, ``xi``, ``gamma``, ``gamma_of_h``; numpy columns, or torch with leading axes);
+here ``f~_n`` are the rows of :func:`unit_scores` ``(..., K, M)``, so ``E = gram(ft.mT)``. Everything here is
+torch float64; ``Z`` is ``(M, M)`` (``Z[m, l]``: key ``l`` for query ``m``) with optional leading axes where
+stated. :func:`population_zdot` is the exact gradient of the model's population loss (no Theorem 1), the
+reference Eqn 10 is checked against. The families the checks use live in :mod:`scansnap.theory.families`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 import torch
 
 from scansnap._checks import check_int, check_positive, check_tensor
-from scansnap.data import SequenceClasses, sequence_classes, syn_medium, syn_small
+from scansnap.data import SequenceClasses
 from scansnap.model import YZModel
-from scansnap.theory import decoder
+from scansnap.theory.decoder import backprop_gradient, gram, theorem1_coefficients, unit_inputs, xi
 
 __all__ = [
     "FateCounts",
     "class_gradients",
-    "classes_from_weights",
     "corollary2_beta",
     "corollary2_rate",
-    "decoder_coefficients",
     "eqn10_zdot",
-    "example_families",
     "fate_counts",
     "logits_from_attention",
-    "overlap_gram",
     "population_zdot",
-    "random_classes",
     "single_common_rate",
     "span_coefficients",
-    "speed_gamma",
-    "speed_gamma_at",
     "theorem1_decoder",
     "unit_scores",
-    "xi_coefficients",
 ]
 
 F64 = torch.float64
 
 
 # ----------------------------------------------------------------------------------------------
-# Families
+# Lemma 2's unit attention, and the decoder for which Theorem 1 is exact
 # ----------------------------------------------------------------------------------------------
-
-
-def classes_from_weights(weights: torch.Tensor | list, query: torch.Tensor | list) -> SequenceClasses:
-    """A family of sequence classes from unnormalized weights over ``L`` contextual tokens.
-
-    Layout: contextual tokens ``0 .. L-1``, then one id per distinct query, then the next tokens
-    (``M = L + #queries + K``), as in :func:`scansnap.data.sequence_classes`.
-
-    Args:
-        weights: ``(K, L)`` non-negative; row ``n`` is proportional to ``P(l | n)``; each row needs a
-            positive entry.
-        query: ``(K,)`` integers in ``[0, #queries)``: which query each class uses (every query in
-            that range must be used).
-
-    Returns:
-        :class:`~scansnap.data.SequenceClasses` with float64 ``probs``.
-    """
-    w = torch.as_tensor(weights, dtype=F64)
-    check_tensor("weights", w, shape=(-1, -1), low=0.0)
-    K, L = w.shape
-    if not (w.sum(1) > 0).all():
-        raise ValueError("weights: every row (class) needs a positive weight")
-    q = torch.as_tensor(query, dtype=torch.long)
-    check_tensor("query", q, shape=(K,), low=0, high=K - 1)
-    num_query = int(q.max()) + 1
-    if sorted(set(q.tolist())) != list(range(num_query)):
-        raise ValueError(f"query: must use every query index 0..{num_query - 1}; got {q.tolist()}")
-    M = L + num_query + K
-    probs = torch.zeros(K, M, dtype=F64)
-    probs[:, :L] = w / w.sum(1, keepdim=True)
-    return SequenceClasses(M=M, query=L + q, next=L + num_query + torch.arange(K), probs=probs)
-
-
-def random_classes(generator: torch.Generator, *, one_common: bool = False) -> SequenceClasses:
-    """A random family for checks: 2-5 classes, 1 to ``K`` queries, every class with a distinct token.
-
-    Default: contextual tokens ``0 .. K-1`` are one distinct token per class; up to 14 further tokens
-    get random weights in random classes (so some are common, some distinct, some unused). With
-    ``one_common``: token 0 is the only common token (held by classes 0 and 1 and by each other class
-    with probability 1/2), and each class owns 1-3 distinct tokens. Weights are uniform in
-    ``[0.1, 1.1)``.
-    """
-    g = generator
-    K = int(torch.randint(2, 6, (), generator=g))
-    if one_common:
-        blocks = torch.randint(1, 4, (K,), generator=g).tolist()
-        w = torch.zeros(K, 1 + sum(blocks), dtype=F64)
-        start = 1
-        for n, b in enumerate(blocks):
-            w[n, start:start + b] = torch.rand(b, generator=g, dtype=F64) + 0.1
-            start += b
-        holds = torch.rand(K, generator=g) < 0.5
-        holds[:2] = True
-        w[:, 0] = (torch.rand(K, generator=g, dtype=F64) + 0.1) * holds
-    else:
-        extra = int(torch.randint(2, 15, (), generator=g))
-        w = torch.zeros(K, K + extra, dtype=F64)
-        w[torch.arange(K), torch.arange(K)] = torch.rand(K, generator=g, dtype=F64) + 0.1
-        w[:, K:] = (torch.rand(K, extra, generator=g, dtype=F64) + 0.1) * (torch.rand(K, extra, generator=g) < 0.5)
-    num_query = int(torch.randint(1, K + 1, (), generator=g))
-    query = torch.cat([torch.arange(num_query), torch.randint(num_query, (K - num_query,), generator=g)])
-    return classes_from_weights(w, query)
-
-
-def example_families() -> dict[str, SequenceClasses]:
-    """The families of Chapter 4, each with one query for all its classes unless stated:
-
-    * ``"one common token"``: 3 classes share common token 0 with different weights (1, 0.5, 2) and own
-      3, 2 and 4 distinct tokens with unequal weights: Theorem 2(b)'s setting, no symmetry.
-    * ``"Syn-Medium, one query"``: :func:`scansnap.data.syn_medium` with one query (2 classes, 10
-      common, 10 distinct each): Corollary 2's symmetric setting.
-    * ``"Syn-Small"``: :func:`scansnap.data.syn_small` (2 classes with their own queries; symmetric).
-    * ``"two common, asymmetric"``: 2 classes share tokens 0 and 1; token 0 has weight 1 in class 0 and
-      0.02 in class 1 (nearly a distinct token of class 0); token 1 weight 2 in both.
-    * ``"common to 2 of 3"``: 3 classes share token 1 (weight 2); token 0 (weight 0.3) is shared by
-      classes 0 and 1 only.
-    * ``"weak overlap"``: 3 classes, one common token of weight 0.5 and 20 distinct tokens each
-      (``E_{nn'} = 0.03``).
-    * ``"disjoint"``: 3 classes with 5 distinct tokens each and no common token (``E = 0``).
-    """
-    one = [[1.0, 0.3, 0.6, 0.9, 0, 0, 0, 0, 0, 0], [0.5, 0, 0, 0, 0.2, 1.0, 0, 0, 0, 0],
-           [2.0, 0, 0, 0, 0, 0, 0.4, 0.5, 0.6, 0.7]]
-    return {
-        "one common token": classes_from_weights(one, [0, 0, 0]),
-        "Syn-Medium, one query": syn_medium(1),
-        "Syn-Small": syn_small(),
-        "two common, asymmetric": classes_from_weights([[1.0, 2.0, 0.5, 0.5, 0, 0], [0.02, 2.0, 0, 0, 0.5, 0.5]],
-                                                       [0, 0]),
-        "common to 2 of 3": classes_from_weights([[0.3, 2.0, 1, 0, 0], [0.3, 2.0, 0, 1, 0], [0.0, 2.0, 0, 0, 1]],
-                                                 [0, 0, 0]),
-        "weak overlap": sequence_classes(1, 3, num_common=1, num_distinct=20, common_weight=0.5),
-        "disjoint": sequence_classes(1, 3, num_common=0, num_distinct=5),
-    }
-
-
-# ----------------------------------------------------------------------------------------------
-# Theorem 1's quantities: torch views (rows ``f~_n``, optional leading axes) of scansnap.theory.decoder
-# ----------------------------------------------------------------------------------------------
-
-
-def _per_item(
-    fn: Callable[[np.ndarray], np.ndarray | tuple[np.ndarray, ...]], x: torch.Tensor, core: int
-) -> torch.Tensor | tuple[torch.Tensor, ...]:
-    """Apply the numpy function ``fn`` to each ``x[i]`` of the leading axes (``core`` trailing axes per item)
-    and stack its (tuple of) results as float64 tensors with the same leading axes."""
-    lead = x.shape[: x.ndim - core]
-    xs = x.detach().to(F64).reshape(-1, *x.shape[x.ndim - core:]).numpy()
-    outs = [fn(item) for item in xs]
-    single = not isinstance(outs[0], tuple)
-    cols = [[o] if single else list(o) for o in outs]
-    res = tuple(torch.from_numpy(np.stack([c[j] for c in cols])).reshape(*lead, *np.shape(cols[0][j]))
-                for j in range(len(cols[0])))
-    return res[0] if single else res
 
 
 def unit_scores(classes: SequenceClasses, Z: torch.Tensor) -> torch.Tensor:
-    """Lemma 2's ``f~_n = c_n / ||c_n||_2`` of every class: ``Z`` ``(..., M, M)`` -> ``(..., K, M)``
-    (the rows of :func:`scansnap.theory.decoder.unit_inputs`'s ``F``)."""
-    return _per_item(lambda z: decoder.unit_inputs(classes, torch.from_numpy(z))[0].T, Z, 2)
-
-
-def overlap_gram(ft: torch.Tensor) -> torch.Tensor:
-    """``E = F^T F - I`` (zero diagonal, ``E_{nn'} = f~_n . f~_n'``): ``ft`` ``(..., K, M)`` -> ``(..., K, K)``
-    (:func:`scansnap.theory.decoder.gram`)."""
-    check_tensor("ft", ft, shape=(..., -1, -1), floating=True)
-    return _per_item(lambda f: decoder.gram(f.T), ft, 2)
-
-
-def decoder_coefficients(ft: torch.Tensor, M: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Theorem 1's ``iota`` and ``beta`` (:func:`scansnap.theory.decoder.theorem1_coefficients`): column ``n``
-    of ``(I + E)^{-1} (I - 1 1^T / M)`` is ``[.., iota_n at n, .., -beta_{nn'} at n', ..]``.
-
-    Args:
-        ft: ``(..., K, M_tokens)`` unit rows ``f~_n``, linearly independent (``I + E`` invertible).
-        M: size of the decoder's softmax (the vocabulary size).
-
-    Returns:
-        ``iota`` ``(..., K)`` and ``beta`` ``(..., K, K)`` (``beta[..., n, n']``, zero diagonal).
-    """
-    check_int("M", M, low=2)
-    check_tensor("ft", ft, shape=(..., -1, -1), floating=True)
-    return _per_item(lambda f: decoder.theorem1_coefficients(decoder.gram(f.T), M), ft, 2)
-
-
-def xi_coefficients(ft: torch.Tensor, M: int) -> torch.Tensor:
-    """Theorem 1(a)'s ``xi_n = sum_{n' != n} beta_{nn'} E_{nn'}`` (:func:`scansnap.theory.decoder.xi`):
-    ``ft`` ``(..., K, M_tokens)`` -> ``(..., K)``."""
-    check_int("M", M, low=2)
-    check_tensor("ft", ft, shape=(..., -1, -1), floating=True)
-    return _per_item(lambda f: decoder.xi(decoder.gram(f.T), M), ft, 2)
-
-
-def speed_gamma(h: torch.Tensor | float, M: int) -> torch.Tensor:
-    """Theorem 1's speed-control coefficient ``gamma = M^2 h / (exp(M h) + M - 1)`` (elementwise, ``h >= 0``):
-    :func:`scansnap.theory.decoder.gamma_of_h` as a tensor."""
-    check_int("M", M, low=2)
-    h = torch.as_tensor(h, dtype=F64)
-    check_tensor("h", h, low=0.0)
-    return torch.as_tensor(decoder.gamma_of_h(h.numpy(), M), dtype=F64)
-
-
-def speed_gamma_at(t: torch.Tensor | float, M: int, K: int, eta_Y: float) -> torch.Tensor:
-    """``gamma(t)`` at SGD step ``t`` with uniform classes (Lemma 6's ``h(t / K)``):
-    :func:`scansnap.theory.decoder.gamma` as a tensor."""
-    t = torch.as_tensor(t, dtype=F64)
-    return torch.as_tensor(decoder.gamma(t.numpy(), M, K, eta_Y), dtype=F64)
+    """Lemma 2's ``f~_n = c_n / ||c_n||_2`` of every class: ``Z`` ``(..., M, M)`` -> ``(..., K, M)`` float64
+    (row ``n`` is column ``n`` of :func:`scansnap.theory.decoder.unit_inputs`'s ``F``)."""
+    f = classes.population(Z.to(F64))
+    return f / torch.linalg.vector_norm(f, dim=-1, keepdim=True)
 
 
 def theorem1_decoder(classes: SequenceClasses, Z: torch.Tensor, h: float) -> torch.Tensor:
     """The decoder ``Y = F (I + E)^{-1} W`` of Theorem 5, for which class ``n``'s logits are
     ``Y^T f~_n = w_n = h (M e_{next(n)} - 1)`` and the back-propagated gradient is exactly Theorem 1's
-    ``Y (e_n - alpha_n) = gamma F (I + E)^{-1} (e_n - 1/M)`` with ``gamma = speed_gamma(h, M)``.
+    ``Y (e_n - alpha_n) = gamma F (I + E)^{-1} (e_n - 1/M)`` with ``gamma = gamma_of_h(h, M)``
+    (:func:`scansnap.theory.decoder.gamma_of_h`).
 
     Args:
         classes: the family (``M`` tokens, ``K`` classes).
@@ -260,7 +92,7 @@ def theorem1_decoder(classes: SequenceClasses, Z: torch.Tensor, h: float) -> tor
     M = classes.M
     ft = unit_scores(classes, Z.to(F64))  # (K, M)
     W = h * (M * torch.nn.functional.one_hot(classes.next, M).to(F64) - 1.0)  # (K, M), rows w_n
-    return ft.T @ torch.linalg.solve(overlap_gram(ft) + torch.eye(classes.K, dtype=F64), W)
+    return ft.T @ torch.linalg.solve(gram(ft.T) + torch.eye(classes.K, dtype=F64), W)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -311,15 +143,16 @@ def eqn10_zdot(
     check_tensor("Z", Z, shape=(..., classes.M, classes.M), floating=True)
     gamma = torch.as_tensor(gamma, dtype=F64)
     check_tensor("gamma", gamma, low=0.0)
-    ft = unit_scores(classes, Z.to(F64))
+    ft = unit_scores(classes, Z)
+    E = gram(ft.mT)  # once per call
     if beta is None:
-        _, beta = decoder_coefficients(ft, classes.M)
+        _, beta = theorem1_coefficients(E, classes.M)
     else:
         check_tensor("beta", beta, shape=(..., classes.K, classes.K), floating=True)
         beta = beta.to(F64) * (1 - torch.eye(classes.K, dtype=F64))
-    xi = (beta * overlap_gram(ft)).sum(-1)
+    xi_n = (beta * E).sum(-1)  # Theorem 1(a)'s definition, for any beta
     # sum_{n'} beta_{nn'} (E_{nn'} f~_n - f~_n') = xi_n f~_n - (beta F^T)_n
-    per_class = _pi(classes, pi)[:, None] * ft * (xi[..., None] * ft - beta @ ft)
+    per_class = _pi(classes, pi)[:, None] * ft * (xi_n[..., None] * ft - beta @ ft)
     return eta_Z * gamma[..., None, None] * _scatter_rows(per_class, classes)
 
 
@@ -347,8 +180,8 @@ def class_gradients(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor) 
     with ``alpha_n = softmax(Y^T f~_n)``: ``Y``, ``Z`` ``(M, M)`` -> ``(K, M)`` (row ``n`` is ``g_n``);
     :func:`scansnap.theory.decoder.backprop_gradient` at :func:`scansnap.theory.decoder.unit_inputs`."""
     check_tensor("Y", Y, shape=(classes.M, classes.M), floating=True)
-    F, targets = decoder.unit_inputs(classes, Z.detach())
-    return torch.from_numpy(decoder.backprop_gradient(Y.detach().to(F64).numpy(), F, targets))
+    F, targets = unit_inputs(classes, Z.detach())
+    return torch.from_numpy(backprop_gradient(Y.detach().to(F64).numpy(), F, targets))
 
 
 def span_coefficients(ft: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -389,7 +222,7 @@ def single_common_rate(
     ft = unit_scores(classes, Z.to(F64))
     c = int(common[0])
     has_c = (classes.probs[:, c] > 0).to(F64)  # the sum is over classes whose support holds c
-    per_class = -eta_Z * gamma * _pi(classes, pi) * xi_coefficients(ft, classes.M) * (1 - ft[:, c] ** 2) * has_c
+    per_class = -eta_Z * gamma * _pi(classes, pi) * xi(gram(ft.T), classes.M) * (1 - ft[:, c] ** 2) * has_c
     return torch.zeros(classes.M, dtype=F64).index_add_(0, classes.query, per_class)
 
 

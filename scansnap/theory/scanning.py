@@ -9,13 +9,15 @@ tokens ``l, l'`` of ``n``:
 * growth factor ``chi_l(t) = exp(2 (z_ml(t) - z_ml(0)))`` (:func:`growth_factor`);
 * Eqn 11: ``r_{l/l'|n}(t) = r_{l/l'|n}(0) chi_l(t)`` whenever every distinct token of ``n`` moves as
   ``z-dot_ml = A_n(t) f~_nl^2`` with one rate ``A_n(t)`` (Theorem 2(a): ``A_n = eta_Z gamma pi_n xi_n``);
-* Eqn 12: with ``B_n(t) = int_0^t A_n``, a dominant token ``l_0`` (``r_{l_0/l|n}(0) > 0`` for every
-  other distinct ``l``) whose class's common logits do not grow has
-  ``exp(2 f~_nl0^2(0) B_n) <= chi_l0 <= exp(2 B_n)`` (:func:`dominant_token_bounds`).
+* Eqn 12: with ``B_n(t) = eta_Z int_0^t gamma pi_n xi_n`` (:func:`growth_bound`, the one definition of
+  ``B_n`` in the library: the reconstruction notes' Eqn 12, class weight ``pi_n`` included), a dominant
+  token ``l_0`` (``r_{l_0/l|n}(0) > 0`` for every other distinct ``l``) whose class's common logits do not
+  grow has ``exp(2 f~_nl0^2(0) B_n) <= chi_l0 <= exp(2 B_n)`` (:func:`dominant_token_bounds`).
 
-The attention dynamics themselves (Eqn 10, Theorem 1's ``gamma`` and ``xi``) come from
-:mod:`scansnap.theory.fates`; :func:`integrate_eqn10` integrates them with ``scipy``'s ``solve_ivp``
-and also accumulates ``B_n``. Arrays are numpy float64 unless stated; token ids index the last axis.
+The attention dynamics themselves (Eqn 10) come from :mod:`scansnap.theory.fates`, Theorem 1's ``gamma``
+and ``xi`` from :mod:`scansnap.theory.decoder`; :func:`integrate_eqn10` integrates Eqn 10 with ``scipy``'s
+``solve_ivp`` and accumulates ``B_n`` with it. Arrays are numpy float64 unless stated; token ids index the
+last axis.
 """
 
 from __future__ import annotations
@@ -27,10 +29,12 @@ import torch
 from scipy.integrate import solve_ivp
 from scipy.stats import rankdata
 
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_array, check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.data import SequenceClasses
-from scansnap.theory.fates import eqn10_zdot, speed_gamma_at, unit_scores, xi_coefficients
+from scansnap.theory.decoder import gamma as theorem1_gamma
+from scansnap.theory.decoder import gram, xi
+from scansnap.theory.fates import eqn10_zdot, unit_scores
 
 __all__ = [
     "Eqn10Run",
@@ -39,7 +43,9 @@ __all__ = [
     "dominant_token_bounds",
     "drop_steps",
     "eqn11_deviation",
+    "growth_bound",
     "growth_factor",
+    "growth_rate",
     "integrate_eqn10",
     "rank_correlation",
     "relative_gain",
@@ -49,23 +55,8 @@ __all__ = [
 F64 = torch.float64
 
 
-def _array(name: str, x: object, ndim: int | None = None) -> np.ndarray:
-    """``x`` as a finite float64 numpy array (torch tensors are converted)."""
-    a = x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-    if not np.issubdtype(a.dtype, np.number):
-        raise ValueError(f"{name}: must be numeric; got dtype {a.dtype}")
-    a = a.astype(np.float64)
-    if ndim is not None and a.ndim != ndim:
-        raise ValueError(f"{name}: must have {ndim} dimension(s); got shape {a.shape}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name}: must be finite (no nan or inf)")
-    return a
-
-
-
-
 def _times(t: object) -> np.ndarray:
-    times = _array("t", t, ndim=1)
+    times = check_array("t", t, ndim=1)
     if len(times) < 2 or times[0] != 0 or not (np.diff(times) > 0).all():
         raise ValueError("t: must be increasing with t[0] = 0 and at least 2 entries")
     return times
@@ -76,7 +67,7 @@ def relative_gain(ft: np.ndarray, l: int, l_prime: int) -> np.ndarray:
 
     ``ft`` may be the ``l2``- or the ``l1``-normalized attention (the ratio is the same).
     """
-    f = _array("ft", ft)
+    f = check_array("ft", ft)
     M = f.shape[-1]
     check_int("l", l, low=0, high=M - 1)
     check_int("l_prime", l_prime, low=0, high=M - 1)
@@ -87,7 +78,7 @@ def relative_gain(ft: np.ndarray, l: int, l_prime: int) -> np.ndarray:
 
 def growth_factor(z: np.ndarray, z0: np.ndarray | float) -> np.ndarray:
     """Theorem 3's growth factor ``chi_l = exp(2 (z_ml(t) - z_ml(0)))`` (elementwise, broadcasting)."""
-    return np.exp(2.0 * (_array("z", z) - _array("z0", z0)))
+    return np.exp(2.0 * (check_array("z", z) - check_array("z0", z0)))
 
 
 def dominant_token_bounds(ft0: float | np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,7 +88,7 @@ def dominant_token_bounds(ft0: float | np.ndarray, B: np.ndarray) -> tuple[np.nd
         ft0: ``f~_nl0(0)`` in ``[0, 1]`` (scalar or broadcastable to ``B``).
         B: ``B_n(t) = int_0^t A_n >= 0``, any shape.
     """
-    f0, b = _array("ft0", ft0), _array("B", B)
+    f0, b = check_array("ft0", ft0), check_array("B", B)
     if (f0 < 0).any() or (f0 > 1).any():
         raise ValueError("ft0: must lie in [0, 1]")
     if (b < 0).any():
@@ -112,7 +103,7 @@ def dominant_token(probs: np.ndarray, z0: np.ndarray, tokens: np.ndarray) -> int
         probs, z0: ``(M,)`` ``P(l|n)`` and the initial logits of the class's query row.
         tokens: candidate token ids, e.g. the distinct tokens ``G_DT(n)``.
     """
-    p, z = _array("probs", probs, ndim=1), _array("z0", z0, ndim=1)
+    p, z = check_array("probs", probs, ndim=1), check_array("z0", z0, ndim=1)
     if p.shape != z.shape:
         raise ValueError(f"z0: must have the shape of probs {p.shape}; got {z.shape}")
     idx = np.asarray(tokens, dtype=np.int64)
@@ -123,6 +114,54 @@ def dominant_token(probs: np.ndarray, z0: np.ndarray, tokens: np.ndarray) -> int
     return int(idx[np.argmax(np.log(p[idx]) + z[idx])])
 
 
+def growth_rate(gamma: object, xi_n: object, *, eta_Z: float, pi: object) -> np.ndarray:
+    """Theorem 2(a)'s rate ``A_n = eta_Z gamma pi_n xi_n`` at which the distinct tokens of class ``n`` move
+    (``z-dot_ml = A_n f~_nl^2``), elementwise.
+
+    Args:
+        gamma: ``(S,)`` (or a scalar) Theorem 1's ``gamma`` (:func:`scansnap.theory.decoder.gamma`).
+        xi_n: ``(S, K)`` or ``(S,)`` (or ``(K,)`` with a scalar ``gamma``) Theorem 1(a)'s ``xi_n``
+            (:func:`scansnap.theory.decoder.xi`).
+        eta_Z: attention learning rate ``> 0``.
+        pi: class weights ``pi_n >= 0``, broadcastable to ``xi_n``'s last axis (``1/K`` for the uniform
+            classes of training; 1 in the paper's convention).
+
+    Returns:
+        ``A_n`` with the shape of ``xi_n``.
+    """
+    check_positive("eta_Z", eta_Z)
+    g, x, w = check_array("gamma", gamma), check_array("xi_n", xi_n), check_array("pi", pi)
+    if (g < 0).any():
+        raise ValueError("gamma: must be >= 0")
+    if (w < 0).any():
+        raise ValueError("pi: class weights must be >= 0")
+    if g.ndim == 1 and x.ndim == 2:
+        g = g[:, None]
+    return eta_Z * g * w * x
+
+
+def growth_bound(t: object, gamma: object, xi_n: object, *, eta_Z: float, pi: object) -> np.ndarray:
+    """Eqn 12's ``B_n(t) = eta_Z int_0^t gamma(tau) pi_n xi_n(tau) dtau``, the one definition of ``B_n`` in the
+    library (the reconstruction notes' Eqn 12: the integral of :func:`growth_rate`), by the trapezoid rule on
+    samples along a trajectory (a training run, or a flow). :func:`integrate_eqn10` integrates the same rate
+    inside its ODE instead (to the integrator's accuracy).
+
+    Args:
+        t: ``(S,)`` increasing sample times with ``t[0] = 0`` (SGD steps).
+        gamma: ``(S,)`` Theorem 1's ``gamma(t)``; xi_n: ``(S, K)`` or ``(S,)`` Theorem 1(a)'s ``xi_n(t)``.
+        eta_Z, pi: as in :func:`growth_rate`.
+
+    Returns:
+        ``B_n(t_s)`` with the shape of ``xi_n`` (0 at ``t = 0``).
+    """
+    times = _times(t)
+    A = growth_rate(gamma, xi_n, eta_Z=eta_Z, pi=pi)
+    if A.shape[0] != len(times):
+        raise ValueError(f"xi_n: needs one row per time ({len(times)}); got shape {A.shape}")
+    steps = np.diff(times).reshape(-1, *([1] * (A.ndim - 1)))
+    return np.concatenate([np.zeros_like(A[:1]), np.cumsum(steps * (A[1:] + A[:-1]) / 2, axis=0)])
+
+
 @dataclass(frozen=True)
 class Eqn10Run:
     """A solution of Eqn 10 with the rates ``A_n`` and the bounds ``B_n`` of Theorem 3.
@@ -131,8 +170,8 @@ class Eqn10Run:
         t: ``(S,)`` times (SGD steps).
         logits: ``(S, K, M)``; ``logits[s, n] = z_{psi(n)}(t_s)``.
         ft: ``(S, K, M)``, Lemma 2's ``f~_n(t_s)``.
-        rate: ``(S, K)``, ``A_n(t) = eta_Z gamma(t) pi_n xi_n(t)`` with ``pi_n = 1/K``.
-        B: ``(S, K)``, ``B_n(t) = int_0^t A_n``.
+        rate: ``(S, K)``, :func:`growth_rate` ``A_n(t) = eta_Z gamma(t) pi_n xi_n(t)`` with ``pi_n = 1/K``.
+        B: ``(S, K)``, ``B_n(t) = int_0^t A_n`` (:func:`growth_bound`'s quantity, integrated with the ODE).
     """
 
     t: np.ndarray
@@ -154,8 +193,9 @@ def integrate_eqn10(
 ) -> Eqn10Run:
     """Integrate Eqn 10 (:func:`scansnap.theory.fates.eqn10_zdot`) and ``B_n`` with ``solve_ivp`` (DOP853).
 
-    The decoder enters through ``gamma(t)`` (:func:`scansnap.theory.fates.speed_gamma_at`, Lemma 6
-    at class time ``t / K``); classes are uniform (``pi_n = 1/K``).
+    The decoder enters through ``gamma(t)`` (:func:`scansnap.theory.decoder.gamma`, Lemma 6 at class time
+    ``t / K``); classes are uniform (``pi_n = 1/K``). The right-hand side is batched torch arithmetic (no
+    loop over classes or items).
 
     Args:
         classes: the sequence classes.
@@ -170,39 +210,35 @@ def integrate_eqn10(
     check_positive("atol", atol)
     times = _times(t)
     K, M = classes.K, classes.M
-    start = np.zeros((M, M)) if Z0 is None else _array("Z0", Z0, ndim=2)
+    start = np.zeros((M, M)) if Z0 is None else check_array("Z0", Z0, ndim=2)
     if start.shape != (M, M):
         raise ValueError(f"Z0: must have shape ({M}, {M}); got {start.shape}")
     rows = torch.unique(classes.query)  # only the query rows of Z move
-    Q = len(rows)
+    Q, pi = len(rows), np.full(K, 1.0 / K)
 
     def full(y: np.ndarray) -> torch.Tensor:
         Z = torch.as_tensor(start, dtype=F64).clone()
         Z[rows] = torch.as_tensor(y[: Q * M], dtype=F64).reshape(Q, M)
         return Z
 
-    def rate(Z: torch.Tensor, t_: float) -> tuple[np.ndarray, float]:
-        gamma = float(speed_gamma_at(t_, M, K, eta_Y))
-        return (eta_Z * gamma / K * xi_coefficients(unit_scores(classes, Z), M)).numpy(), gamma
+    def rate(Z: torch.Tensor, gamma: float) -> np.ndarray:
+        return growth_rate(gamma, xi(gram(unit_scores(classes, Z).mT), M), eta_Z=eta_Z, pi=pi)
 
     def rhs(t_: float, y: np.ndarray) -> np.ndarray:
-        Z = full(y)
-        A, gamma = rate(Z, t_)
-        return np.concatenate([eqn10_zdot(classes, Z, gamma, eta_Z)[rows].numpy().ravel(), A])
+        Z, gamma = full(y), float(theorem1_gamma(t_, M, K, eta_Y))
+        return np.concatenate([eqn10_zdot(classes, Z, gamma, eta_Z)[rows].numpy().ravel(), rate(Z, gamma)])
 
     y0 = np.concatenate([start[rows.numpy()].ravel(), np.zeros(K)])
     with one_thread():
         sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol)
         if not sol.success:  # pragma: no cover - the system is smooth
             raise RuntimeError(f"integrate_eqn10: solve_ivp failed: {sol.message}")
-        Zs = [full(y) for y in sol.y.T]
-        return Eqn10Run(
-            t=times,
-            logits=np.stack([Z[classes.query].numpy() for Z in Zs]),
-            ft=np.stack([unit_scores(classes, Z).numpy() for Z in Zs]),
-            rate=np.stack([rate(Z, float(s))[0] for Z, s in zip(Zs, times, strict=True)]),
-            B=sol.y.T[:, Q * M :],
-        )
+        Zs = torch.as_tensor(start, dtype=F64).repeat(len(times), 1, 1)
+        Zs[:, rows] = torch.as_tensor(sol.y[: Q * M].T, dtype=F64).reshape(len(times), Q, M)
+        gammas = theorem1_gamma(times, M, K, eta_Y)
+        ft = unit_scores(classes, Zs)  # (S, K, M), batched
+        return Eqn10Run(t=times, logits=Zs[:, classes.query].numpy(), ft=ft.numpy(),
+                        rate=growth_rate(gammas, xi(gram(ft.mT), M), eta_Z=eta_Z, pi=pi), B=sol.y.T[:, Q * M:])
 
 
 def distinct_flow(
@@ -220,7 +256,7 @@ def distinct_flow(
     Returns:
         ``z`` ``(S, M)`` and ``f~`` ``(S, M)`` (``l2``-normalized ``P exp(z)``).
     """
-    p = _array("probs", probs, ndim=1)
+    p = check_array("probs", probs, ndim=1)
     if (p < 0).any() or p.sum() <= 0:
         raise ValueError("probs: must be non-negative with a positive entry")
     mask = np.asarray(distinct)
@@ -228,7 +264,7 @@ def distinct_flow(
         raise ValueError(f"distinct: must be a bool mask of shape {p.shape}; got {mask.dtype} {mask.shape}")
     check_positive("rate", rate)
     times = _times(t)
-    start = np.zeros_like(p) if z0 is None else _array("z0", z0, ndim=1)
+    start = np.zeros_like(p) if z0 is None else check_array("z0", z0, ndim=1)
     if start.shape != p.shape:
         raise ValueError(f"z0: must have the shape of probs {p.shape}; got {start.shape}")
 
@@ -265,7 +301,7 @@ def eqn11_deviation(
         ``chi_l0`` ``(S,)`` and the deviation ``(L - 1, S)`` for the other distinct tokens ``l`` (in
         increasing id order).
     """
-    fn, p = _array("f", f, ndim=2), _array("probs", probs, ndim=1)
+    fn, p = check_array("f", f, ndim=2), check_array("probs", probs, ndim=1)
     mask = np.asarray(distinct)
     if fn.shape[1] != len(p) or mask.shape != p.shape or mask.dtype != bool:
         raise ValueError(f"distinct: f (S, M), probs (M,) and distinct (M,) bool must agree; got {fn.shape}, "
@@ -298,7 +334,7 @@ def drop_steps(share: np.ndarray, tau: float) -> np.ndarray:
     Returns:
         ``(L,)`` int64.
     """
-    a = _array("share", share, ndim=2)
+    a = check_array("share", share, ndim=2)
     if not (0 < tau < 1):
         raise ValueError(f"tau: must lie in (0, 1); got {tau}")
     if (a[0] <= 0).any():
@@ -309,7 +345,7 @@ def drop_steps(share: np.ndarray, tau: float) -> np.ndarray:
 
 def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
     """Spearman's rank correlation of two 1-D arrays (average ranks for ties); ``nan`` if either is constant."""
-    x, y = _array("a", a, ndim=1), _array("b", b, ndim=1)
+    x, y = check_array("a", a, ndim=1), check_array("b", b, ndim=1)
     if x.shape != y.shape or len(x) < 2:
         raise ValueError(f"b: must have the shape of a, with >= 2 entries; got {x.shape} and {y.shape}")
     rx, ry = rankdata(x) - (len(x) + 1) / 2, rankdata(y) - (len(y) + 1) / 2
@@ -325,7 +361,7 @@ def top_set(share: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> frozens
         share: ``(L,)`` non-negative attention of the tokens ``tokens`` ``(L,)``.
         mass: fraction of the total, in ``(0, 1]``.
     """
-    s = _array("share", share, ndim=1)
+    s = check_array("share", share, ndim=1)
     ids = np.asarray(tokens, dtype=np.int64)
     if ids.shape != s.shape:
         raise ValueError(f"tokens: must have the shape of share {s.shape}; got {ids.shape}")
