@@ -31,7 +31,7 @@ from scipy.integrate import solve_ivp
 from scipy.optimize import brentq
 from scipy.special import wrightomega
 
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_int, check_overlaps, check_positive, check_tensor, check_unit_columns
 from scansnap._threads import one_thread
 from scansnap.data import SequenceClasses, sequence_classes
 from scansnap.model import YZModel
@@ -129,8 +129,13 @@ def equal_overlap_classes(K: int, rho: float, num_distinct: int = 10) -> Sequenc
                             common_weight=weight)
 
 
-def gram(F: np.ndarray) -> np.ndarray:
-    """``E = F^T F - I`` ``(K, K)`` for unit columns ``F`` ``(d, K)``: zero diagonal, ``E_kk' = f~_k . f~_k'``."""
+def gram(F: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
+    """``E = F^T F - I`` ``(K, K)`` for unit columns ``F`` ``(d, K)``: zero diagonal, ``E_kk' = f~_k . f~_k'``.
+
+    A torch ``F`` ``(..., d, K)`` gives a torch ``E`` ``(..., K, K)``, batched over the leading axes."""
+    if isinstance(F, torch.Tensor):
+        E = check_unit_columns("F", F).mT @ F
+        return E - torch.diag_embed(torch.diagonal(E, dim1=-2, dim2=-1))
     F = _check_inputs(F)
     E = F.T @ F
     np.fill_diagonal(E, 0.0)
@@ -205,17 +210,26 @@ def lemma6_h_ivp(s: np.ndarray, M: int, eta: float, rtol: float = 1e-12, atol: f
     return sol.y[0]
 
 
-def gamma_of_h(h: np.ndarray | float, M: int) -> np.ndarray:
-    """Theorem 1's speed-control coefficient ``gamma = M^2 h / (exp(M h) + M - 1)``."""
+def gamma_of_h(h: np.ndarray | float | torch.Tensor, M: int) -> np.ndarray | torch.Tensor:
+    """Theorem 1's speed-control coefficient ``gamma = M^2 h / (exp(M h) + M - 1)`` (elementwise, ``h >= 0``;
+    a torch ``h`` gives a float64 torch result)."""
+    check_int("M", M, low=2)
+    if isinstance(h, torch.Tensor):
+        h = check_tensor("h", h.to(torch.float64), low=0.0)
+        q = torch.exp(-M * h)
+        return M * M * h * q / (1 + (M - 1) * q)
     h = np.asarray(h, dtype=np.float64)
     # M^2 h exp(-M h) / (1 + (M - 1) exp(-M h)): no overflow for large h
     q = np.exp(-M * h)
     return M * M * h * q / (1 + (M - 1) * q)
 
 
-def gamma(t: np.ndarray | float, M: int, K: int, eta: float) -> np.ndarray:
-    """``gamma(t) = gamma_of_h(h(t / K))``: each of ``K`` uniformly sampled classes is seen ``t/K`` times."""
+def gamma(t: np.ndarray | float | torch.Tensor, M: int, K: int, eta: float) -> np.ndarray | torch.Tensor:
+    """``gamma(t) = gamma_of_h(h(t / K))``: each of ``K`` uniformly sampled classes is seen ``t/K`` times
+    (a torch ``t`` gives a float64 torch result)."""
     check_int("K", K, low=1)
+    if isinstance(t, torch.Tensor):
+        return torch.from_numpy(np.asarray(gamma(t.detach().cpu().to(torch.float64).numpy(), M, K, eta)))
     return gamma_of_h(lemma6_h(np.asarray(t, dtype=np.float64) / K, M, eta), M)
 
 
@@ -250,14 +264,21 @@ def gamma_peak(M: int) -> tuple[float, float]:
 # Theorem 1
 
 
-def theorem1_coefficients(E: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray]:
+def theorem1_coefficients(
+    E: np.ndarray | torch.Tensor, M: int
+) -> tuple[np.ndarray, np.ndarray] | tuple[torch.Tensor, torch.Tensor]:
     """Theorem 1's ``iota`` ``(K,)`` and ``beta`` ``(K, K)`` (zero diagonal) from the overlaps ``E``.
 
     Column ``k`` of ``D = (I + E)^{-1} (I - 1 1^T / M)`` is ``(I + E)^{-1} (e_k - 1/M)``; then
-    ``iota_k = D[k, k]`` and ``beta[k, k'] = -D[k', k]`` for ``k' != k``.
+    ``iota_k = D[k, k]`` and ``beta[k, k'] = -D[k', k]`` for ``k' != k``. A torch ``E`` ``(..., K, K)``
+    gives torch ``iota`` ``(..., K)`` and ``beta`` ``(..., K, K)``, batched over the leading axes.
     """
-    E = _check_overlaps(E)
     check_int("M", M, low=2)
+    if isinstance(E, torch.Tensor):
+        eye = torch.eye(E.shape[-1], dtype=E.dtype)
+        D = torch.linalg.solve(eye + check_overlaps("E", E), (eye - 1.0 / M).expand_as(E))
+        return torch.diagonal(D, dim1=-2, dim2=-1).clone(), -D.mT * (1 - eye)
+    E = _check_overlaps(E)
     K = len(E)
     D = np.linalg.solve(np.eye(K) + E, np.eye(K) - 1.0 / M)
     beta = -D.T.copy()
@@ -265,11 +286,14 @@ def theorem1_coefficients(E: np.ndarray, M: int) -> tuple[np.ndarray, np.ndarray
     return np.diag(D).copy(), beta
 
 
-def xi(E: np.ndarray, M: int) -> np.ndarray:
+def xi(E: np.ndarray | torch.Tensor, M: int) -> np.ndarray | torch.Tensor:
     """Theorem 1(a)'s ``xi_k = sum_k' beta_kk' E_kk'`` in closed form,
-    ``[E^2 (I+E)^{-1}]_kk + [E (I+E)^{-1} 1]_k / M``; ``(K,)``."""
-    E = _check_overlaps(E)
+    ``[E^2 (I+E)^{-1}]_kk + [E (I+E)^{-1} 1]_k / M``; ``(K,)`` (a torch ``E`` ``(..., K, K)`` gives ``(..., K)``)."""
     check_int("M", M, low=2)
+    if isinstance(E, torch.Tensor):
+        A = torch.linalg.solve(torch.eye(E.shape[-1], dtype=E.dtype) + check_overlaps("E", E), E)
+        return torch.diagonal(E @ A, dim1=-2, dim2=-1) + A.sum(-1) / M
+    E = _check_overlaps(E)
     K = len(E)
     A = np.linalg.solve(np.eye(K) + E, E)  # (I+E)^{-1} E = E (I+E)^{-1} (E symmetric, they commute)
     return np.diag(E @ A) + A.sum(1) / M
