@@ -17,13 +17,14 @@ SGD step on the population loss is ``Y += (eta_Y / K) sum_k f~_k (e_{n_k} - alph
 * Theorem 1 (Eqn 9): ``g = Y (e_{n_k} - alpha_k) = gamma F (I + E)^{-1} (e_k - 1/M)``, i.e.
   ``gamma (iota_k f~_k - sum_k' beta_kk' f~_k')``, with ``gamma = M^2 h / (exp(M h) + M - 1)``.
 
-Arrays are numpy float64; ``M`` (output tokens) may differ from the input dimension ``d``.
+Arrays are numpy float64; ``M`` (output tokens) may differ from the input dimension ``d``. The dynamics
+themselves (SGD, ODE integration) and their measurement against Theorem 1 are in
+:mod:`scansnap.theory.decoder_sgd`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -32,16 +33,12 @@ from scipy.optimize import brentq
 from scipy.special import wrightomega
 
 from scansnap._checks import check_int, check_overlaps, check_positive, check_tensor, check_unit_columns
-from scansnap._threads import one_thread
 from scansnap.data import SequenceClasses, sequence_classes
-from scansnap.model import YZModel
 
 __all__ = [
     "backprop_gradient",
     "classes_from_inputs",
     "complete_basis",
-    "decoder_velocity",
-    "decompose_gradient",
     "equal_overlap_classes",
     "gamma",
     "gamma_early",
@@ -50,15 +47,11 @@ __all__ = [
     "gamma_peak",
     "gram",
     "hoeffding_count_radius",
-    "integrate_decoder",
     "lemma5_h",
     "lemma6_h",
     "lemma6_h_ivp",
     "remark1_effective_rate",
-    "remark1_reduced",
     "reparameterize",
-    "sgd_decoder",
-    "sgd_decoder_model",
     "theorem1_coefficients",
     "transition_time",
     "unit_inputs",
@@ -300,115 +293,7 @@ def xi(E: np.ndarray | torch.Tensor, M: int) -> np.ndarray | torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------------
-# the decoder dynamics (Eqn 7 and the modified Eqn 26)
-
-
-def decoder_velocity(
-    Y: np.ndarray, F: np.ndarray, targets: np.ndarray, eta: float, *, modified: bool = False
-) -> np.ndarray:
-    """``dY/dt`` ``(d, M)`` of Eqn 7, ``(eta/K) sum_k f~_k (e_{n_k} - alpha_k)^T``, or with ``modified``
-    Lemma 3's Eqn 26, ``(eta/K) F (F^T F)^{-1} sum_k e_k (e_{n_k} - alpha_k)^T``."""
-    R = _residuals(Y, F, targets)  # (K, M), row k = (e_{n_k} - alpha_k)^T
-    if modified:
-        R = np.linalg.solve(F.T @ F, R)
-    return (eta / F.shape[1]) * (F @ R)
-
-
-def integrate_decoder(
-    F: np.ndarray,
-    targets: np.ndarray,
-    M: int,
-    eta: float,
-    times: Sequence[float] | np.ndarray,
-    *,
-    modified: bool = False,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
-) -> np.ndarray:
-    """Integrate Eqn 7 (or Eqn 26) from ``Y(0) = 0`` with ``solve_ivp`` (DOP853).
-
-    Args:
-        F: ``(d, K)`` unit inputs; targets: ``(K,)`` distinct output ids in ``[0, M)``.
-        M: number of output tokens.
-        eta: ``eta_Y``; time is in SGD steps of the population loss.
-        times: increasing times ``>= 0`` at which to return ``Y``.
-
-    Returns:
-        ``(len(times), d, M)``.
-    """
-    F, targets = _check_problem(F, targets, M)
-    eta = check_positive("eta", eta)
-    times = np.asarray(times, dtype=np.float64)
-    if times.ndim != 1 or (np.diff(times) <= 0).any() or times[0] < 0:
-        raise ValueError("times: must be a strictly increasing 1-D sequence of times >= 0")
-    d = F.shape[0]
-
-    def rhs(_: float, y: np.ndarray) -> np.ndarray:
-        return decoder_velocity(y.reshape(d, M), F, targets, eta, modified=modified).ravel()
-
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), np.zeros(d * M), method="DOP853", t_eval=times,
-                    rtol=rtol, atol=atol)
-    if not sol.success:
-        raise RuntimeError(f"solve_ivp failed: {sol.message}")
-    return sol.y.T.reshape(len(times), d, M)
-
-
-def sgd_decoder(
-    F: np.ndarray,
-    targets: np.ndarray,
-    M: int,
-    eta: float,
-    steps: int,
-    snapshots: Sequence[int],
-    *,
-    modified: bool = False,
-) -> np.ndarray:
-    """SGD on ``Y`` alone on the population loss from ``Y = 0``: ``Y += decoder_velocity(Y)`` per step.
-
-    Returns:
-        ``(len(snapshots), d, M)``: ``Y`` after ``s`` steps for each ``s`` in ``snapshots``.
-    """
-    F, targets = _check_problem(F, targets, M)
-    eta = check_positive("eta", eta)
-    check_int("steps", steps, low=0)
-    want = {check_int("snapshots", s, low=0, high=steps) for s in snapshots}
-    Y = np.zeros((F.shape[0], M))
-    P = F @ np.linalg.inv(F.T @ F) if modified else F
-    out = {}
-    for s in range(steps + 1):
-        if s in want:
-            out[s] = Y.copy()
-        if s < steps:
-            Y += (eta / F.shape[1]) * (P @ _residuals(Y, F, targets))
-    return np.stack([out[s] for s in snapshots])
-
-
-def sgd_decoder_model(
-    classes: SequenceClasses, eta: float, steps: int, snapshots: Sequence[int], Z: torch.Tensor | None = None
-) -> np.ndarray:
-    """SGD on ``Y`` alone with the package's model: the gradient of the population loss of
-    :class:`~scansnap.model.YZModel` (Lemma 1, :meth:`~scansnap.model.YZModel.loss_and_gradients`)
-    with ``Z`` frozen (default 0), plain SGD with learning rate ``eta`` on ``Y`` only, ``Y(0) = 0``.
-
-    Returns:
-        ``(len(snapshots), M, M)`` numpy copies of ``Y``.
-    """
-    eta = check_positive("eta", eta)
-    check_int("steps", steps, low=0)
-    want = {check_int("snapshots", s, low=0, high=steps) for s in snapshots}
-    M = classes.M
-    Z = torch.zeros(M, M, dtype=torch.float64) if Z is None else Z.to(torch.float64)
-    model = YZModel.from_params(torch.zeros(1, M, M, dtype=torch.float64), Z[None])
-    out = {}
-    with one_thread():  # tiny tensors: threads only add overhead (and contention)
-        for s in range(steps + 1):
-            if s in want:
-                out[s] = model.Y.detach()[0].numpy().copy()
-            if s < steps:
-                _, gY, _ = model.loss_and_gradients(classes.query, classes.probs, classes.next)
-                with torch.no_grad():
-                    model.Y.sub_(eta * gY)
-    return np.stack([out[s] for s in snapshots])
+# the back-propagated gradient
 
 
 def backprop_gradient(Y: np.ndarray, F: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -416,70 +301,16 @@ def backprop_gradient(Y: np.ndarray, F: np.ndarray, targets: np.ndarray) -> np.n
     return _residuals(Y, F, targets) @ np.asarray(Y).T
 
 
-def decompose_gradient(g: np.ndarray, F: np.ndarray, M: int) -> dict[str, np.ndarray]:
-    """Write each ``g_k`` in the basis ``F`` and compare with Theorem 1's direction.
-
-    Args:
-        g: ``(K, d)`` from :func:`backprop_gradient`; F: ``(d, K)``; M: output tokens.
-
-    Returns:
-        ``coef`` ``(K, K)``: row ``k`` holds ``g_k``'s coordinates ``(F^T F)^{-1} F^T g_k``;
-        ``outside`` ``(K,)``: ``||g_k - F coef_k|| / ||g_k||`` (0 when ``g_k`` lies in ``span F``);
-        ``gamma`` ``(K,)``: the least-squares factor of ``coef_k`` along Theorem 1's direction
-        ``d_k = (I + E)^{-1} (e_k - 1/M)``; ``residual`` ``(K,)``: ``||coef_k - gamma_k d_k|| / ||coef_k||``.
-    """
-    F = _check_inputs(F)
-    g = np.asarray(g, dtype=np.float64)
-    K = F.shape[1]
-    coef = np.linalg.solve(F.T @ F, F.T @ g.T).T
-    outside = np.linalg.norm(g - coef @ F.T, axis=1) / np.linalg.norm(g, axis=1)
-    D = np.linalg.solve(np.eye(K) + gram(F), np.eye(K) - 1.0 / M).T  # row k = d_k
-    gam = (coef * D).sum(1) / (D * D).sum(1)
-    residual = np.linalg.norm(coef - gam[:, None] * D, axis=1) / np.linalg.norm(coef, axis=1)
-    return {"coef": coef, "outside": outside, "gamma": gam, "residual": residual}
-
-
 # --------------------------------------------------------------------------------------------------
 # Remark 1: equal overlaps rho
-
-
-def remark1_reduced(K: int, M: int, eta: float, rho: float, times: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Eqn 7 with ``E = rho (1 1^T - I)`` reduced to three logit levels, integrated with ``solve_ivp``.
-
-    By symmetry every class row of the logits is ``a e_{n_k} + b (N - e_{n_k}) + c (1 - N)`` (``N``: the
-    indicator of the ``K`` next tokens): ``a`` on its own next token, ``b`` on the other next tokens,
-    ``c`` on the ``M - K`` other tokens. With ``p, q, r`` the softmax probabilities of the three
-    levels, ``da = (eta/K)((1-p) - rho (K-1) q)``, ``db = (eta/K)(-q + rho((1-p) - (K-2) q))``,
-    ``dc = -(eta/K)(1 + rho (K-1)) r``.
-
-    Returns:
-        ``(len(times), 3)``: ``(a, b, c)`` at each time (steps of full-batch SGD).
-    """
-    check_int("K", K, low=2)
-    check_int("M", M, low=K)
-    eta = check_positive("eta", eta)
-    if not (isinstance(rho, (int, float)) and 0 <= rho < 1):
-        raise ValueError(f"rho: must be in [0, 1); got {rho!r}")
-    times = np.asarray(times, dtype=np.float64)
-
-    def rhs(_: float, y: np.ndarray) -> list[float]:
-        e = np.exp(y - y.max())
-        p, q, r = e / (e[0] + (K - 1) * e[1] + (M - K) * e[2])
-        return [(eta / K) * ((1 - p) - rho * (K - 1) * q),
-                (eta / K) * (-q + rho * ((1 - p) - (K - 2) * q)),
-                -(eta / K) * (1 + rho * (K - 1)) * r]
-
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), [0.0, 0.0, 0.0], method="LSODA", t_eval=times,
-                    rtol=1e-10, atol=1e-12)
-    return sol.y.T
 
 
 def remark1_effective_rate(K: int, M: int, eta: float, rho: float) -> float:
     """The late effective learning rate of Eqn 7 with equal overlaps ``rho`` and ``M`` output tokens.
 
     Defined by Corollary 1's late form ``1 - alpha_k[n_k] ~ (1 - 1/M) K / (eta_eff t)``. Derived from
-    :func:`remark1_reduced`: the gap ``v = b - c`` settles at ``exp(v*) = (1 + rho (M-1)) / (1 - rho)``
-    and then ``eta_eff = eta (1 - rho) A (1 - 1/M) / (A - 1)`` with
+    :func:`scansnap.theory.decoder_sgd.remark1_reduced`: the gap ``v = b - c`` settles at
+    ``exp(v*) = (1 + rho (M-1)) / (1 - rho)`` and then ``eta_eff = eta (1 - rho) A (1 - 1/M) / (A - 1)`` with
     ``A = K + (M - K)(1 - rho) / (1 + rho (M - 1))``. For ``M = K`` (every output token is a next
     token) this is Remark 1's ``eta (1 - rho)``.
     """

@@ -38,6 +38,7 @@ __all__ = [
     "limit_errors",
     "linearized_std",
     "loglog_slope",
+    "rate_fits",
     "sampled_attention",
 ]
 
@@ -123,6 +124,28 @@ def loglog_slope(T: Sequence[float], err: Sequence[float]) -> tuple[float, float
     slope = float(xc @ (y - y.mean()) / (xc @ xc))
     resid = y - y.mean() - slope * xc
     return slope, float(np.sqrt(resid @ resid / (len(x) - 2) / (xc @ xc)))
+
+
+def rate_fits(T: Sequence[float], err: np.ndarray, fit_from: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lemma 2's rate fitted to many error series at once (:func:`loglog_slope` per series).
+
+    Args:
+        T: ``(nT,)`` sequence lengths; err: ``(nT, ...)`` positive errors, one series per trailing index.
+        fit_from: the asymptotic range is ``T >= fit_from`` (at least 3 lengths).
+
+    Returns:
+        ``(slope, se, slope_all)``, each ``err.shape[1:]``: the slope and its standard error over the
+        asymptotic range, and the slope over every ``T``.
+    """
+    t, e = np.asarray(T, dtype=np.float64), np.asarray(err, dtype=np.float64)
+    if e.shape[:1] != t.shape:
+        raise ValueError(f"err: must have shape ({len(t)}, ...) to match T; got {e.shape}")
+    late = t >= fit_from
+    if late.sum() < 3:
+        raise ValueError(f"fit_from: needs at least 3 lengths T >= fit_from; got {int(late.sum())} for {fit_from}")
+    flat = e.reshape(len(t), -1)
+    fits = [(*loglog_slope(t[late], col[late]), loglog_slope(t, col)[0]) for col in flat.T]
+    return tuple(np.array([f[i] for f in fits]).reshape(e.shape[1:]) for i in range(3))
 
 
 def _weights(classes: SequenceClasses, Z: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,86 @@
+"""The overlaps ``E = F^T F - I`` of Assumption 2, and families of inputs on which Theorem 1 is tested (Chapters 2, 3).
+
+Lemma 3 replaces the decoder's true update ``eta f~_k (e_n - alpha_k)^T`` by the modified one of Eqn 26,
+``eta F (F^T F)^{-1} e_k (e_n - alpha_k)^T = eta (f~_k - F E (I + E)^{-1} e_k)(e_n - alpha_k)^T``. The size of
+the change is set by ``E (I + E)^{-1}``: :func:`modification_norm` gives its exact spectral norm,
+:func:`lemma17_bound` the paper's bound ``||E|| / (1 - ||E||)`` (Lemma 17; it needs ``||E||_2 < 1``, while
+``I + E``, a Gram matrix of independent columns, is invertible whatever ``||E||_2``), and
+:func:`update_change` the change of each class's update in input space.
+
+Families of inputs (``F`` ``(L, K)``, non-negative unit columns, as Lemma 2 makes them):
+:func:`random_inputs` (random supports and weights) and :func:`star_inputs`, a family on which
+Theorem 1(a)'s ``xi > 0`` fails although ``||E||_2 < 1``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from scansnap._checks import check_int
+from scansnap.theory.decoder import _check_inputs, _check_overlaps, gram
+
+__all__ = ["lemma17_bound", "modification_norm", "random_inputs", "star_inputs", "update_change"]
+
+
+def modification_norm(E: np.ndarray) -> float:
+    """``||E (I + E)^{-1}||_2``: the exact relative size of Lemma 3's modification (in the ``W`` coordinates).
+
+    ``E`` ``(K, K)``: symmetric, zero diagonal, ``I + E`` positive definite. For ``K = 2`` and overlap ``e``
+    the eigenvalues are ``e/(1+e)`` and ``-e/(1-e)``, so the norm is ``e/(1-e)`` (Lemma 17's bound is tight).
+    """
+    E = _check_overlaps(E)
+    return float(np.linalg.norm(np.linalg.solve(np.eye(len(E)) + E, E), 2))
+
+
+def lemma17_bound(E: np.ndarray) -> float:
+    """Lemma 17's bound ``||E||_2 / (1 - ||E||_2)`` on :func:`modification_norm` (``inf`` when ``||E||_2 >= 1``:
+    the bound says nothing there, though ``I + E`` stays invertible)."""
+    norm = float(np.linalg.norm(_check_overlaps(E), 2))
+    return norm / (1 - norm) if norm < 1 else math.inf
+
+
+def update_change(F: np.ndarray) -> tuple[np.ndarray, float]:
+    """The relative change Eqn 26 makes to each class's update, ``||F E (I + E)^{-1} e_k||_2`` ``(K,)``, and its
+    bound ``sqrt(1 + ||E||) ||E|| / (1 - ||E||)`` (``||F||_2 = sqrt(1 + ||E||)`` times Lemma 17's bound)."""
+    F = _check_inputs(F)
+    E = gram(F)
+    change = np.linalg.norm(F @ np.linalg.solve(np.eye(len(E)) + E, E), axis=0)
+    return change, math.sqrt(1 + float(np.linalg.norm(E, 2))) * lemma17_bound(E)
+
+
+def random_inputs(rng: np.random.Generator, max_classes: int = 8, max_tokens: int = 40) -> np.ndarray:
+    """A random family ``(L, K)``: ``K`` uniform in ``[2, max_classes]``, ``L`` in ``[K + 3, max_tokens]``; each
+    class has a random support of 1 to ``L // 2`` tokens with weights uniform in ``[0.05, 1]``; columns
+    normalized."""
+    check_int("max_classes", max_classes, low=2)
+    check_int("max_tokens", max_tokens, low=max_classes + 3)
+    K = int(rng.integers(2, max_classes + 1))
+    L = int(rng.integers(K + 3, max_tokens + 1))
+    P = np.zeros((L, K))
+    for k in range(K):
+        size = int(rng.integers(1, L // 2 + 1))
+        P[rng.choice(L, size, replace=False), k] = rng.uniform(0.05, 1, size)
+    return P / np.linalg.norm(P, axis=0)
+
+
+def star_inputs(leaves: int = 5, overlap: float = 0.3, weak: float = 0.001, link: float = 0.05) -> np.ndarray:
+    """A "star" family ``(leaves + 3, leaves + 2)``: class 1 (the centre) overlaps each of ``leaves`` classes
+    ``2..`` by ``overlap`` and class 0 by only ``weak``.
+
+    Token ``i < leaves`` is shared by the centre (weight ``overlap``) and leaf ``i`` (its only token);
+    token ``leaves`` by the centre (weight ``link``) and class 0 (weight ``weak / link``); the last two tokens
+    are the centre's and class 0's own, filling their columns to unit norm. So ``E_{1, leaf} = overlap``,
+    ``E_{01} = weak``, ``||E||_2 ~ sqrt(leaves) overlap``, and the centre's row sums to ``leaves overlap + weak``.
+    """
+    check_int("leaves", leaves, low=1)
+    if not (0 < weak < link < 1 and overlap > 0 and leaves * overlap**2 + link**2 < 1):
+        raise ValueError(f"overlap, weak, link: need 0 < weak < link < 1 and leaves overlap^2 + link^2 < 1; got "
+                         f"{overlap}, {weak}, {link}")
+    F = np.zeros((leaves + 3, leaves + 2))
+    F[:leaves, 1], F[leaves, 1] = overlap, link
+    F[leaves + 1, 1] = math.sqrt(1 - leaves * overlap**2 - link**2)
+    F[leaves, 0], F[leaves + 2, 0] = weak / link, math.sqrt(1 - (weak / link) ** 2)
+    F[np.arange(leaves), 2 + np.arange(leaves)] = 1.0
+    return F
