@@ -23,6 +23,13 @@ def check_int(name: str, value: object, low: int | None = None, high: int | None
     return value
 
 
+def check_seeds(name: str, seeds: Sequence[object]) -> tuple[int, ...]:
+    """Require a non-empty sequence of integer seeds ``>= 0``."""
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, Sequence) or not seeds:
+        raise ValueError(f"{name}: must hold at least one integer seed >= 0; got {seeds!r}")
+    return tuple(check_int(name, s, low=0) for s in seeds)
+
+
 def check_positive(name: str, value: object) -> float:
     """Require a finite real number > 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import names
 
-from scansnap._checks import check_array, check_overlaps, check_unit_columns
+from scansnap._checks import check_array, check_overlaps, check_seeds, check_unit_columns
 
 
 def test_check_array_converts_and_rejects() -> None:
@@ -36,3 +36,10 @@ def test_check_overlaps() -> None:
                 torch.tensor([[0.0, 1.2], [1.2, 0.0]], dtype=torch.float64), torch.zeros(2, 3)):
         with pytest.raises(ValueError, match=names("E")):
             check_overlaps("E", bad)
+
+
+def test_check_seeds() -> None:
+    assert check_seeds("seeds", [3, 0]) == (3, 0)
+    for bad in ((), [1, -1], [1.5], "12", 7):
+        with pytest.raises(ValueError, match=names("seeds")):
+            check_seeds("seeds", bad)

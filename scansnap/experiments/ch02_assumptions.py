@@ -23,7 +23,7 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, metrics, theory, train
-from scansnap._checks import check_fraction, check_int, check_positive
+from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import init_params, token_counts
 from scansnap.results import Config
@@ -61,10 +61,7 @@ class AssumptionsConfig(Config):
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, low=2)
-        if not self.seeds:
-            raise ValueError("seeds: must hold at least one seed")
-        for s in self.seeds:
-            check_int("seeds", s, low=0)
+        check_seeds("seeds", self.seeds)
         check_int("batch", self.batch, low=1)
         check_int("T", self.T, low=2)
         check_positive("eta", self.eta)

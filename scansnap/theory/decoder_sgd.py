@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from scipy.integrate import solve_ivp
 
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.data import SequenceClasses
 from scansnap.model import YZModel
@@ -236,11 +236,9 @@ def sgd_decoder_sampled(
     Every seed is one configuration of one stacked model, so all seeds run in one pass.
     """
     check_int("steps", steps, low=0)
-    if not seeds:
-        raise ValueError("seeds: must hold at least one seed")
     K = classes.K
-    picks = torch.stack([torch.randint(0, K, (steps,), generator=torch.Generator().manual_seed(check_int(
-        "seeds", s, low=0))) for s in seeds], dim=1)  # (steps, C)
+    picks = torch.stack([torch.randint(0, K, (steps,), generator=torch.Generator().manual_seed(s))
+                         for s in check_seeds("seeds", seeds)], dim=1)  # (steps, C)
     Ys = _model_sgd(classes, eta, steps, snapshots, Z, picks)
     onehot = torch.nn.functional.one_hot(picks, K).cumsum(0)  # (steps, C, K): visits after each step
     visits = torch.cat([torch.zeros(1, len(seeds), K, dtype=onehot.dtype), onehot])[list(snapshots)]
