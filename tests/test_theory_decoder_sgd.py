@@ -121,6 +121,16 @@ def test_late_gamma_fit_and_corollary1_rate() -> None:
         sim.late_gamma_fit(-t, t, M, K, eta)
 
 
+def test_regime_fits_on_the_formula() -> None:
+    M, K, eta = 1000, 4, 1.0
+    t0 = dec.transition_time(M, K, eta)
+    t = np.geomspace(1e-3 * t0, 1e4 * t0, 200)
+    slope, fit = sim.regime_fits(t, dec.gamma(t, M, K, eta), M, K, eta)
+    assert slope == pytest.approx(1.0, abs=1e-3) and fit == pytest.approx(1.0, abs=0.02)
+    slope, fit = sim.regime_fits(t[:2], dec.gamma(t[:2], M, K, eta), M, K, eta)
+    assert np.isnan(slope) and np.isnan(fit)
+
+
 def test_remark1_exact_when_every_output_is_a_next_token() -> None:
     K, rho, eta, steps = 4, 0.6, 1.0, 400
     F, _ = dec.unit_inputs(dec.equal_overlap_classes(K, rho, num_distinct=3))

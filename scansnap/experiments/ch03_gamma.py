@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from scansnap import figures, theory, train
+from scansnap import figures, train
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch03_theorem1 import _check_family, weak_family
@@ -136,14 +136,12 @@ def run_gamma(c: GammaConfig, progress: Progress | None = None) -> GammaResult:
 
 
 def regime_fits(r: GammaResult) -> tuple[np.ndarray, np.ndarray]:
-    """Per learning rate: the early log-log slope (``t <= early_to t_0``, nan with fewer than 3 points) and the
-    late one-parameter fit ``A / (K / eta)`` (``t >= late_from t_0``, nan without points); each ``(E,)``."""
-    c, slopes, fits = r.config, [], []
-    for i, eta in enumerate(c.etas):
-        early, late = r.t <= c.early_to * r.t0[i], r.t >= c.late_from * r.t0[i]
-        slopes.append(theory.loglog_slope(r.t[early], r.gamma_measured[i, early])[0] if early.sum() >= 3 else np.nan)
-        fits.append(sim.late_gamma_fit(r.t[late], r.gamma_measured[i, late], c.M, c.K, eta) if late.any() else np.nan)
-    return np.array(slopes), np.array(fits)
+    """Per learning rate, :func:`scansnap.theory.regime_fits` of the measured ``gamma``: the early slope and the
+    late fit, each ``(E,)`` (nan where the run has too few points in that range)."""
+    c = r.config
+    fits = [sim.regime_fits(r.t, r.gamma_measured[i], c.M, c.K, eta, c.early_to, c.late_from)
+            for i, eta in enumerate(c.etas)]
+    return np.array([f[0] for f in fits]), np.array([f[1] for f in fits])
 
 
 def gamma_table(r: GammaResult) -> dict[str, np.ndarray]:

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from scansnap import figures, theory, train
+from scansnap import figures, train
 from scansnap._checks import check_int, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch03_theorem1 import C9_CRITERIA, C9_NOTE, _check_family, weak_family
@@ -181,8 +181,7 @@ def sgd1_verdicts(r: SGD1Result) -> list[Verdict]:
     settled = r.t >= c.min_visits * c.K
     mean = r.gamma.mean(0)
     early, late = r.t <= c.early_to * r.t0, r.t >= c.late_from * r.t0
-    slope = theory.loglog_slope(r.t[early], mean[early])[0] if early.sum() >= 3 else float("nan")
-    fit = sim.late_gamma_fit(r.t[late], mean[late], r.M, c.K, c.eta) if late.any() else float("nan")
+    slope, fit = sim.regime_fits(r.t, mean, r.M, c.K, c.eta, c.early_to, c.late_from)
     protocol = (f"SGD on Y of the model, batch size 1, a uniformly random class per step (seeds {list(c.seeds)}), "
                 f"Z = 0 frozen, T = inf; {c.K} classes with one common token of weight {c.common_weight} "
                 f"(||E||_2 = {r.E_norm:.3f}), M = {r.M} (the family's vocabulary), eta_Y = {c.eta}, {c.steps} steps; "

@@ -11,7 +11,7 @@ theorem predicts along a trajectory:
   batch, or batch size 1 with a random class order per seed (the setting of Theorem 1 and Lemma 12).
 * :func:`measure_gradients`: the back-propagated gradient of every class along a trajectory, written in
   Theorem 1's terms (``gamma``, the residual off its direction, ``1 - alpha``, the coordinates that give
-  ``iota``, ``beta``, ``xi``); :func:`late_gamma_fit`, :func:`corollary1_rate`.
+  ``iota``, ``beta``, ``xi``); :func:`late_gamma_fit`, :func:`regime_fits`, :func:`corollary1_rate`.
 * Remark 1 with ``M > K`` output tokens: :func:`remark1_reduced`, :func:`remark1_reduced_rate`.
 
 Arrays are numpy float64; ``F`` ``(d, K)`` holds the unit inputs (usually only the rows of tokens that
@@ -20,6 +20,7 @@ occur in some class, :func:`support_rows`: ``Y``'s other rows never move), ``M``
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,7 +32,8 @@ from scansnap._checks import check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.data import SequenceClasses
 from scansnap.model import YZModel
-from scansnap.theory.decoder import _check_problem, _residuals, backprop_gradient, gram
+from scansnap.theory.decoder import _check_problem, _residuals, backprop_gradient, gram, transition_time
+from scansnap.theory.long_sequences import loglog_slope
 
 __all__ = [
     "GradientMeasures",
@@ -42,6 +44,7 @@ __all__ = [
     "late_gamma_fit",
     "measure_gradients",
     "remark1_reduced",
+    "regime_fits",
     "remark1_reduced_rate",
     "sgd_decoder",
     "sgd_decoder_model",
@@ -307,6 +310,22 @@ def late_gamma_fit(t: np.ndarray, gamma: np.ndarray, M: int, K: int, eta: float)
         raise ValueError(f"t, gamma: need equal-length 1-D arrays with t > 0; got shapes {t.shape}, {gamma.shape}")
     L = np.log(M * eta * t / K)
     return float((gamma * t) @ L / (L @ L)) / (K / eta)
+
+
+def regime_fits(t: np.ndarray, gamma: np.ndarray, M: int, K: int, eta: float, early_to: float = 0.1,
+                late_from: float = 100.0) -> tuple[float, float]:
+    """Theorem 1(b)'s two regimes fitted on a measured ``gamma`` ``(n,)`` at steps ``t`` ``(n,)``.
+
+    Returns:
+        the log-log slope of ``gamma`` for ``t <= early_to t_0`` (1 in the early regime; nan with fewer than
+        3 points) and :func:`late_gamma_fit` for ``t >= late_from t_0`` (1 in the late regime; nan without
+        points), with ``t_0 = K ln M / eta``.
+    """
+    t, gamma = np.asarray(t, dtype=np.float64), np.asarray(gamma, dtype=np.float64)
+    t0 = transition_time(M, K, eta)
+    early, late = t <= early_to * t0, t >= late_from * t0
+    slope = loglog_slope(t[early], gamma[early])[0] if early.sum() >= 3 else math.nan
+    return slope, late_gamma_fit(t[late], gamma[late], M, K, eta) if late.any() else math.nan
 
 
 def corollary1_rate(t: np.ndarray, miss: np.ndarray, M: int, K: int) -> np.ndarray:
