@@ -1,13 +1,23 @@
-"""Command line: ``python -m scansnap reproduce <figure-id>`` and ``python -m scansnap claims``."""
+"""Command line: ``python -m scansnap reproduce <figure-id> [--check]`` and ``python -m scansnap claims``.
+
+``reproduce <id>`` re-makes one figure with its data and provenance under ``--out``. With ``--check`` it
+re-makes the figure with the profile of the published one (``--against``: a folder holding
+``figures/<id>.json``, e.g. the built site or ``_extra``) into a temporary folder (or ``--out``) and compares
+the data with the published data: byte-equal, or every number within the tolerance of
+:func:`scansnap.figures.compare_data`. Exit status 0 when they agree, 1 on a mismatch (or other parameters),
+2 on bad arguments or when no published figure is found.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, experiments, profiles, recipes
+from scansnap import claims, experiments, figures, profiles, recipes
+from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
 
@@ -33,9 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("reproduce", help="re-make one figure with its data and provenance")
     rep.add_argument("figure", choices=_figure_ids(), metavar="figure-id",
                      help=f"one of: {', '.join(_figure_ids())}")
-    rep.add_argument("--profile", choices=profiles.PROFILES, default="book", help="scale (default: book)")
-    rep.add_argument("--out", type=Path, default=Path("scansnap-figures"),
-                     help="artifacts folder; files go to OUT/figures (default: ./scansnap-figures)")
+    rep.add_argument("--profile", choices=profiles.PROFILES, default=None,
+                     help="scale (default: book; with --check, the published figure's)")
+    rep.add_argument("--out", type=Path, default=None,
+                     help=f"artifacts folder; files go to OUT/figures (default: ./{INSTALLED_DEFAULT}; "
+                          "with --check, a temporary folder)")
+    rep.add_argument("--check", action="store_true",
+                     help="compare the re-made data with the published figure's; exit 1 if they differ")
+    rep.add_argument("--against", type=Path, default=None,
+                     help="with --check: the folder holding the published figures/ "
+                          "(default: $SCANSNAP_ARTIFACTS, _extra in the book's checkout)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     sub.add_parser("claims", help="print the claims ledger")
     return parser
@@ -49,34 +66,71 @@ def _progress_bar(total: int, label: str):
     return bar, lambda _step: bar.update(1)
 
 
-def _reproduce(args: argparse.Namespace) -> int:
-    if args.figure in experiments.figure_ids():
-        exp = experiments.owner(args.figure)
-        config = exp.config.preset(args.profile)
-        bar, tick = (None, None) if args.quiet else _progress_bar(exp.work(config), args.figure)
+def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> figures.FigureRecord:
+    """Re-make figure ``fig_id`` with the preset of ``profile`` under ``out``; its provenance record."""
+    if fig_id in experiments.figure_ids():
+        exp = experiments.owner(fig_id)
+        config = exp.config.preset(profile)
+        bar, tick = (None, None) if quiet else _progress_bar(exp.work(config), fig_id)
         try:
-            made = experiments.make(exp, config, profile=args.profile, out=args.out, progress=tick)
+            return experiments.make(exp, config, profile=profile, out=out, progress=tick).records[fig_id]
         finally:
             if bar is not None:
                 bar.close()
-        record = made.records[args.figure]
-        print(f"{args.figure} ({args.profile} profile) in {record.wall_time_s:.1f} s:")
-        for kind, name in record.files.items():
-            print(f"  {kind:10s} {args.out / 'figures' / name}")
-        return 0
-    recipe = recipes.get(args.figure)
-    params = recipes.defaults(args.figure, args.profile)
-    bar, tick = (None, None) if args.quiet else _progress_bar(recipe.work(params), args.figure)
+    recipe = recipes.get(fig_id)
+    params = recipes.defaults(fig_id, profile)
+    bar, tick = (None, None) if quiet else _progress_bar(recipe.work(params), fig_id)
     try:
-        result = recipes.run(args.figure, params, profile=args.profile, out=args.out, progress=tick)
+        return recipes.run(fig_id, params, profile=profile, out=out, progress=tick).record
     finally:
         if bar is not None:
             bar.close()
-    folder = args.out / "figures"
-    print(f"{args.figure} ({args.profile} profile) in {result.record.wall_time_s:.1f} s:")
-    for kind, name in result.record.files.items():
-        print(f"  {kind:10s} {folder / name}")
+
+
+def _reproduce(args: argparse.Namespace) -> int:
+    if args.check:
+        return _check(args)
+    if args.against is not None:
+        _parser().error("--against: only with --check")
+    out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
+    profile = args.profile or "book"
+    record = _remake(args.figure, profile, out, args.quiet)
+    print(f"{args.figure} ({profile} profile) in {record.wall_time_s:.1f} s:")
+    for kind, name in record.files.items():
+        print(f"  {kind:10s} {out / 'figures' / name}")
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``reproduce --check``: re-make the figure as it was published and compare the data."""
+    against = artifacts_dir() if args.against is None else args.against
+    try:
+        published = figures.load_record(args.figure, against)
+    except ValueError:
+        print(f"--against: no published figure {args.figure} under {against / 'figures'} "
+              f"(pass --against <folder holding figures/{args.figure}.json>)", file=sys.stderr)
+        return 2
+    if args.profile is not None and args.profile != published.profile:
+        print(f"--profile: the published {args.figure} was made with profile {published.profile}; "
+              f"got {args.profile} (leave --profile out)", file=sys.stderr)
+        return 2
+    data = against / "figures" / published.files["data"]
+    if not data.is_file():
+        print(f"--against: the published data {data} are missing", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="scansnap-check-") as tmp:
+        out = Path(tmp) if args.out is None else args.out
+        made = _remake(args.figure, published.profile, out, args.quiet)
+        same = figures.compare_data(data, out / "figures" / made.files["data"])
+    print(f"{args.figure}: re-made with profile {published.profile} and compared with {data} "
+          f"(published by scansnap {published.version}, commit {published.commit})")
+    changed = sorted(k for k in {*published.params, *made.params} if published.params.get(k) != made.params.get(k))
+    if changed:
+        print("MISMATCH: the parameters differ from the published ones: " + "; ".join(
+            f"{k}: published {published.params.get(k)!r}, now {made.params.get(k)!r}" for k in changed))
+        return 1
+    print(("OK: " if same.equal else "MISMATCH: the data ") + same.detail)
+    return 0 if same.equal else 1
 
 
 def _claims() -> int:

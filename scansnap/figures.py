@@ -10,8 +10,10 @@ address ``figures/<name>.png`` that never changes between builds, next to its an
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -24,9 +26,20 @@ from matplotlib.figure import Figure
 
 from scansnap import claims, profiles, provenance
 from scansnap._checks import check_choice
-from scansnap._io import artifacts_dir, atomic_write, dump_json
+from scansnap._io import artifacts_dir, atomic_write, dump_json, source_checkout
 
-__all__ = ["PALETTE", "FigureRecord", "gallery_markdown", "load_record", "records", "save", "set_style"]
+__all__ = [
+    "PALETTE",
+    "FigureRecord",
+    "bibtex",
+    "citation",
+    "gallery_markdown",
+    "load_record",
+    "paper_figure",
+    "records",
+    "save",
+    "set_style",
+]
 
 PALETTE = "colorblind"
 _KINDS = ("png", "svg", "data", "provenance")
@@ -88,7 +101,7 @@ def save(
         claims: ids of the claims (``"C35"``...) the figure supports.
         wall_time_s: seconds the computation took.
         profile: the profile whose parameters made it (default: the active profile).
-        out: artifacts folder (default :func:`scansnap.claims.artifacts_dir`).
+        out: artifacts folder (default :func:`scansnap._io.artifacts_dir`).
     """
     if not name or set(name) - _NAME_CHARS:
         raise ValueError(f"name: must be lowercase letters, digits and dashes; got {name!r}")
@@ -127,33 +140,174 @@ def records(out: Path | None = None) -> list[FigureRecord]:
     return [load_record(p.stem, out) for p in sorted(folder.glob("*.json")) if not p.name.endswith(".data.json")]
 
 
+def paper_figure(record: FigureRecord) -> str:
+    """The paper's figure a book figure re-makes, from its caption (``"Figure 6"``, ``"Figures 11-12"``),
+    or ``""`` for a figure of the book's own. Captions of re-made figures start with "Figure N of the
+    paper"; the caption is the record's, else the one of the figure's block in its chapter."""
+    for text in (record.caption, _chapter_caption(record)):
+        found = _PAPER_FIGURE.match(text or "")
+        if found:
+            return found.group(1)
+    return ""
+
+
+_PAPER_FIGURE = re.compile(r"\s*(Figures? \d+(?:\s*(?:-|–|,|and)\s*\d+)*) of the paper\b")
+
+
+def _chapter_caption(record: FigureRecord) -> str:
+    checkout = source_checkout()
+    page = checkout / f"{record.chapter}.md" if checkout is not None else None
+    if page is None or not page.is_file():
+        return ""
+    found = re.search(r"```\{glue:figure\} " + re.escape(record.id) + r"\n(?::[^\n]*\n)*\s*(.*?)```",
+                      page.read_text(), re.S)
+    return " ".join(found.group(1).split()) if found else ""
+
+
+def citation() -> dict[str, str]:
+    """The book's citation metadata from ``CITATION.cff``: its top-level ``title``, ``version``, ``url`` (the
+    site) and ``repository-code``, and the first author's ``name``; the package's own values outside the
+    source checkout."""
+    meta = {"title": "Scan and Snap, executed: an executable companion", "version": provenance.version(),
+            "url": "", "repository-code": "", "name": "The scansnap contributors"}
+    checkout = source_checkout()
+    cff = checkout / "CITATION.cff" if checkout is not None else None
+    if cff is not None and cff.is_file():
+        text = cff.read_text()
+        top = dict(re.findall(r"^(title|version|url|repository-code): *(.+)$", text, re.M))
+        author = re.search(r"^authors:\n\s*- name: *(.+)$", text, re.M)
+        meta.update({k: v.strip().strip("\"'") for k, v in top.items()})
+        meta["name"] = author.group(1).strip().strip("\"'") if author else meta["name"]
+    return meta
+
+
+def bibtex(record: FigureRecord) -> str:
+    """A ready BibTeX entry for citing one figure of the book: version, commit, profile and the anchor URL
+    (the site address is ``url`` of ``CITATION.cff``)."""
+    meta = citation()
+    paper = paper_figure(record)
+    what = f"{paper} of the paper, re-made" if paper else "Figure"
+    site = meta["url"].rstrip("/") + "/" if meta["url"] else ""
+    commit = record.commit if re.fullmatch(r"[0-9a-f]{40}", record.commit) else f"{record.commit} (not a clean commit)"
+    fields = {
+        "author": f"{{{meta['name']}}}",
+        "title": f"{what} ({record.id}), in: {meta['title']}",
+        "year": record.date[:4],
+        "version": record.version,
+        "url": f"{site}{record.anchor}",
+        "note": f"scansnap {record.version}, commit {commit}, profile {record.profile}; re-make and check: "
+                f"python -m scansnap reproduce {record.id} --profile {record.profile} --check",
+    }
+    width = max(map(len, fields))
+    body = ",\n".join(f"  {k:<{width}} = {{{v}}}" for k, v in fields.items())
+    return f"@misc{{scansnap-{record.id},\n{body}\n}}"
+
+
 def gallery_markdown(base: str = "", out: Path | None = None) -> str:
-    """Every saved figure as Markdown: image, caption, claims and verdicts, downloads, provenance, command.
+    """Every saved figure as one row of a Markdown table: the paper's figure it re-makes, the book's figure
+    (thumbnail and anchor), its files, its claims with their headline verdicts (:func:`scansnap.claims.headline`),
+    the command that re-makes and checks it, and a BibTeX entry (:func:`bibtex`). Re-made paper figures come
+    first, in the paper's order.
 
     Args:
         base: prefix from the page showing the gallery to the site root (``"../"`` from ``book/``).
         out: artifacts folder (default :func:`scansnap._io.artifacts_dir`).
     """
-    blocks = []
-    for r in records(out):
-        verdicts = ", ".join(f"{c} ({claims.headline(c)})" for c in r.claims) or "none (an illustration)"
+    rows = ["| paper | book figure | files | claims: verdict | re-make | cite |", "|---|---|---|---|---|---|"]
+    for r in sorted(records(out), key=_paper_order):
+        paper = paper_figure(r) or "the book's own"
+        figure = (f'<a href="{base}{r.anchor}"><img src="{base}figures/{r.files["png"]}" alt="{r.id}" width="160">'
+                  f'<br><code>{r.id}</code></a><br>{r.chapter.rsplit("/", 1)[-1]}')
         files = " · ".join(f'<a href="{base}figures/{r.files[k]}">{k}</a>' for k in _KINDS if k in r.files)
-        params = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
-        blocks.append("\n".join([
-            f'<p><a href="{base}{r.anchor}"><strong>{r.id}</strong></a></p>',
-            "",
-            f'<a href="{base}{r.anchor}"><img src="{base}figures/{r.files["png"]}" alt="{r.id}" width="640"></a>',
-            "",
-            f"{r.caption}",
-            "",
-            f"- **claims**: {verdicts}",
-            f"- **files**: {files}",
-            f"- **made by**: scansnap {r.version}, commit `{r.commit}`, profile `{r.profile}`, "
-            f"{r.wall_time_s:.1f} s, {r.date}",
-            f"- **parameters**: {params}",
-            f"- **re-make**: `{r.command} --out DIR`",
-        ]))
-    return "\n\n---\n\n".join(blocks) if blocks else "No figure has been saved yet."
+        verdicts = "<br>".join(f'<a href="{base}book/claims.html#{c.lower()}">{c}</a>: **{claims.headline(c)}**'
+                               for c in r.claims) or "none (an illustration)"
+        remake = (f"<code>python -m scansnap reproduce {r.id} --profile {r.profile}</code><br>"
+                  f"check against the published data: add <code>--check</code>")
+        cite = f"<details><summary>BibTeX</summary><pre>{html.escape(bibtex(r))}</pre></details>"
+        rows.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", "&#10;")
+                                      for c in (paper, figure, files, verdicts, remake, cite)) + " |")
+    if len(rows) == 2:
+        return "No figure has been saved yet."
+    return "\n".join(rows)
+
+
+def _paper_order(record: FigureRecord) -> tuple[int, str]:
+    found = re.search(r"\d+", paper_figure(record))
+    return (int(found.group()) if found else 10**6, record.id)
+
+
+RTOL, ATOL = 1e-6, 1e-9
+"""The tolerance of :func:`compare_data` when a re-made figure's data are not byte-equal to the published
+ones: every number within ``ATOL + RTOL * |published|``. Seeded runs are deterministic on CPU, but the
+last bits of a sum can depend on the thread count and the BLAS build of the machine that runs them."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare_data` found: ``identical`` (byte-equal), ``equal`` (identical, or the same text and
+    every number within the tolerance) and the detail in words."""
+
+    identical: bool
+    equal: bool
+    detail: str
+
+
+def compare_data(published: Path, made: Path, rtol: float = RTOL, atol: float = ATOL) -> Comparison:
+    """Compare a figure's re-made data file (CSV or JSON) with the published one: byte-equal, else the same
+    columns and text with every number within ``atol + rtol * |published|``."""
+    old, new = Path(published).read_bytes(), Path(made).read_bytes()
+    if old == new:
+        return Comparison(True, True, f"byte-equal ({len(old)} bytes)")
+    try:
+        if Path(published).suffix == ".csv":
+            a, b = (list(csv.DictReader(io.StringIO(x.decode()))) for x in (old, new))  # row i: {column: value}
+        else:
+            a, b = json.loads(old), json.loads(new)
+    except (UnicodeDecodeError, ValueError, csv.Error) as err:
+        return Comparison(False, False, f"the published file does not parse ({err})")
+    worst: list[float] = [0.0]
+    problem = _differ(a, b, rtol, atol, "", worst)
+    if problem:
+        return Comparison(False, False, f"differ at {problem}")
+    return Comparison(False, True, f"not byte-equal, but every number within rtol {rtol:g}, atol {atol:g} "
+                                   f"(largest difference {worst[0]:.3g})")
+
+
+def _number(x: object) -> float | None:
+    if isinstance(x, bool):
+        return None
+    if isinstance(x, int | float):
+        return float(x)
+    try:
+        return float(x) if isinstance(x, str) else None
+    except ValueError:
+        return None
+
+
+def _differ(a: object, b: object, rtol: float, atol: float, where: str, worst: list[float]) -> str:
+    """Where ``b`` differs from ``a`` beyond the tolerance (``""``: nowhere); tracks the largest difference."""
+    if isinstance(a, list | dict) or isinstance(b, list | dict):
+        if type(a) is not type(b) or len(a) != len(b):
+            return f"{where or 'top'}: published {_short(a)}, re-made {_short(b)}"
+        keys = list(a) if isinstance(a, dict) else range(len(a))
+        if isinstance(a, dict) and set(a) != set(b):
+            return f"{where or 'top'}: keys {sorted(set(a) ^ set(b))} differ"
+        for k in keys:
+            found = _differ(a[k], b[k], rtol, atol, f"{where}[{k!r}]", worst)
+            if found:
+                return found
+        return ""
+    x, y = _number(a), _number(b)
+    if x is None or y is None:
+        return "" if a == b else f"{where}: published {a!r}, re-made {b!r}"
+    if x == y or (x != x and y != y):  # equal, infinities included, or both NaN
+        return ""
+    worst[0] = max(worst[0], abs(x - y))
+    return "" if abs(x - y) <= atol + rtol * abs(x) else f"{where}: published {a}, re-made {b}"
+
+
+def _short(x: object) -> str:
+    return f"{type(x).__name__} of {len(x)}" if isinstance(x, list | dict) else repr(x)
 
 
 def _render(fig: Figure, fmt: str) -> bytes:

@@ -71,11 +71,19 @@ def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkey
     for record in figures.records(build):
         assert record.chapter == docname and record.profile == "smoke"
         out = tmp_path / "cli"
-        assert cli.main(["reproduce", record.id, "--profile", "smoke", "--out", str(out), "--quiet"]) == 0
+        # `reproduce --check` against what the chapter published (tests/test_cli.py: it fails on tampered data)
+        assert cli.main(["reproduce", record.id, "--check", "--against", str(build), "--out", str(out), "--quiet"]) == 0
         made = (out / "figures" / record.files["data"]).read_bytes()
         assert made == (build / "figures" / record.files["data"]).read_bytes(), f"{record.id}: data differ"
     for path in (build / "verdicts").glob("*.json"):
         assert claims.get(path.stem).chapter == docname, f"{path.stem} is not a claim of {docname}"
+
+
+def test_every_figure_is_shown_by_its_chapter() -> None:
+    """Every figure the command line can re-make is glued by the chapter that owns it, so the chapter's smoke
+    run above checks it with ``reproduce --check``."""
+    shown = {m for c in CHAPTERS for m in re.findall(r"```\{glue:figure\} (\S+)", c.read_text())}
+    assert not set(cli._figure_ids()) - shown, f"figures no chapter shows: {sorted(set(cli._figure_ids()) - shown)}"
 
 
 LEVEL = re.compile(r"\b(partly verified|verified|not reproduced)\b", re.I)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 import matplotlib
@@ -14,6 +15,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from scansnap import claims, figures  # noqa: E402
+from scansnap.verdicts import Rule, at_most  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -63,15 +65,44 @@ def test_non_tabular_data_goes_to_json(artifacts: Path) -> None:
     assert [r.id for r in figures.records()] == ["fig-b"]
 
 
-def test_gallery_shows_files_claims_and_command() -> None:
-    figures.save(_fig(), "fig-test", {"x": [1, 2]}, {"steps": 3}, caption="Cap.", chapter="book/chapters/01-setting",
-                 claims=["C1"])
-    claims.record("C1", "verified", "err 0")
+def test_gallery_is_a_table_with_paper_figure_files_verdicts_command_and_bibtex() -> None:
+    figures.save(_fig(), "fig-test", {"x": [1, 2]}, {"steps": 3}, caption="Figure 6 of the paper, re-made.",
+                 chapter="book/chapters/01-setting", claims=["C1"])
+    figures.save(_fig(), "fig-own", {"x": [1, 2]}, {}, caption="An illustration.", chapter="book/chapters/01-setting")
+    rule = Rule("C1", "derivation", (at_most("err", "error", 1e-10, 1e-6),))
+    claims.record(rule.judge({"err": 0.0}, protocol="test"))
     md = figures.gallery_markdown(base="../")
+    header, rule_row, paper_row, own_row = md.splitlines()
+    assert header.count("|") == 7 and set(rule_row) <= set("|-")
+    assert paper_row.startswith("| Figure 6 |") and own_row.startswith("| the book's own |")
     for needle in ('href="../book/chapters/01-setting.html#fig-test"', 'src="../figures/fig-test.png"',
-                   'href="../figures/fig-test.svg"', 'href="../figures/fig-test.csv"', "C1 (verified)",
-                   "python -m scansnap reproduce fig-test --profile smoke", "Cap."):
-        assert needle in md
+                   'href="../figures/fig-test.svg"', 'href="../figures/fig-test.csv"',
+                   f'href="../book/claims.html#c1">C1</a>: **{claims.headline("C1")}**',
+                   "python -m scansnap reproduce fig-test --profile smoke", "--check", "@misc{scansnap-fig-test,"):
+        assert needle in paper_row, needle
+
+
+def test_bibtex_entry_names_version_commit_profile_and_anchor_url() -> None:
+    rec = figures.save(_fig(), "fig-paper-6", {"x": [1]}, {}, caption="Figure 6 of the paper: entropy.",
+                       chapter="book/chapters/07-syn-medium")
+    entry = figures.bibtex(rec)
+    meta = figures.citation()
+    assert meta["url"].startswith("https://") and meta["version"] == rec.version
+    assert entry.startswith("@misc{scansnap-fig-paper-6,\n") and entry.endswith("\n}")
+    fields = dict(re.findall(r"^  (\w+)\s*= \{(.*)\},?$", entry, re.M))
+    assert fields["url"] == meta["url"].rstrip("/") + "/book/chapters/07-syn-medium.html#fig-paper-6"
+    assert fields["version"] == rec.version and fields["year"] == rec.date[:4]
+    assert fields["title"].startswith("Figure 6 of the paper, re-made (fig-paper-6)")
+    assert rec.commit.split("+")[0] in fields["note"] and "profile smoke" in fields["note"]
+    assert entry.count("{") == entry.count("}")
+
+
+@pytest.mark.parametrize(("caption", "paper"), [("Figure 6 of the paper: x.", "Figure 6"),
+                                                ("Figures 11-12 of the paper, re-made.", "Figures 11-12"),
+                                                ("A figure unlike Figure 3 of the paper.", ""), ("Lemma 2.", "")])
+def test_paper_figure_comes_from_the_start_of_the_caption(caption: str, paper: str) -> None:
+    rec = figures.save(_fig(), "fig-x", {"x": [1]}, {}, caption=caption, chapter="book/chapters/none")
+    assert figures.paper_figure(rec) == paper
 
 
 @pytest.mark.parametrize("name", ["", "Fig 1", "fig/1", "fig_1"])

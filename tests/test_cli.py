@@ -1,0 +1,120 @@
+"""scansnap.cli: ``reproduce <id> --check`` re-makes a figure and compares it with the published data.
+
+Every figure of the book is checked in the ``smoke`` profile against the data its chapter published by
+``tests/test_book.py::test_chapter_executes_in_smoke_profile``; here, on the fastest figure, the check
+fails on a tampered data file, on other parameters, and on bad arguments.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from scansnap import figures
+from scansnap.cli import main
+
+FIGURE = "fig-ch1-synsmall"
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory) -> Path:
+    """``FIGURE`` as a chapter publishes it (smoke profile), in a folder of its own."""
+    folder = tmp_path_factory.mktemp("published")
+    assert main(["reproduce", FIGURE, "--profile", "smoke", "--out", str(folder), "--quiet"]) == 0
+    return folder
+
+
+@pytest.fixture
+def copy(published: Path, tmp_path: Path) -> Path:
+    """A copy of the published folder, to tamper with."""
+    dest = tmp_path / "site"
+    (dest / "figures").mkdir(parents=True)
+    for path in (published / "figures").iterdir():
+        (dest / "figures" / path.name).write_bytes(path.read_bytes())
+    return dest
+
+
+def _check(against: Path, *extra: str) -> int:
+    return main(["reproduce", FIGURE, "--check", "--against", str(against), "--quiet", *extra])
+
+
+def test_check_passes_on_the_published_data(published: Path, capsys) -> None:
+    before = {p.name: p.read_bytes() for p in (published / "figures").iterdir()}
+    assert _check(published) == 0
+    out = capsys.readouterr().out
+    assert "OK: byte-equal" in out and "profile smoke" in out
+    after = {p.name: p.read_bytes() for p in (published / "figures").iterdir()}
+    assert after == before, "--check must not write into the published folder"
+
+
+def test_check_fails_on_a_tampered_data_file(copy: Path, capsys) -> None:
+    path = copy / "figures" / f"{FIGURE}.csv"
+    rows = list(csv.reader(path.open()))
+    column = next(i for i, v in enumerate(rows[1]) if _is_number(v))
+    rows[1][column] = repr(float(rows[1][column]) * 1.01 + 1e-3)
+    with path.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    assert _check(copy) == 1
+    assert "MISMATCH: the data differ at" in capsys.readouterr().out
+
+
+def test_check_fails_when_the_published_parameters_differ(copy: Path, capsys) -> None:
+    path = copy / "figures" / f"{FIGURE}.json"
+    record = json.loads(path.read_text())
+    key = sorted(record["params"])[0]
+    record["params"][key] = "something else"
+    path.write_text(json.dumps(record))
+    assert _check(copy) == 1
+    assert f"MISMATCH: the parameters differ from the published ones: {key}" in capsys.readouterr().out
+
+
+def test_check_writes_the_remade_files_under_out_when_asked(published: Path, tmp_path: Path) -> None:
+    assert _check(published, "--out", str(tmp_path)) == 0
+    made, before = (folder / "figures" / f"{FIGURE}.csv" for folder in (tmp_path, published))
+    assert made.read_bytes() == before.read_bytes()
+
+
+def test_check_without_a_published_figure_exits_2(tmp_path: Path, capsys) -> None:
+    assert _check(tmp_path) == 2
+    assert "--against: no published figure" in capsys.readouterr().err
+
+
+def test_check_refuses_another_profile(published: Path, capsys) -> None:
+    assert _check(published, "--profile", "book") == 2
+    assert "--profile: the published" in capsys.readouterr().err
+
+
+def test_against_needs_check(published: Path) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", FIGURE, "--against", str(published)])
+    assert exc.value.code == 2
+
+
+def test_compare_data_tolerance(tmp_path: Path) -> None:
+    """Not byte-equal but within the stated tolerance passes; beyond it, or other text, fails."""
+    a, b = tmp_path / "a.csv", tmp_path / "b.csv"
+    a.write_text("x,label\n1.0,p\n0.30000000000000004,q\n")
+    b.write_text("x,label\n1.0,p\n0.3,q\n")
+    same = figures.compare_data(a, b)
+    assert same.equal and not same.identical and "rtol" in same.detail
+    b.write_text("x,label\n1.0,p\n0.31,q\n")
+    assert not figures.compare_data(a, b).equal
+    b.write_text("x,label\n1.0,p\n0.3,r\n")
+    assert not figures.compare_data(a, b).equal
+    j, k = tmp_path / "a.json", tmp_path / "b.json"
+    j.write_text(json.dumps({"m": [[1.0, float("nan")]], "s": "x"}))
+    k.write_text(json.dumps({"m": [[1.0 + 1e-12, float("nan")]], "s": "x"}))
+    assert figures.compare_data(j, k).equal
+    k.write_text(json.dumps({"m": [[1.0]], "s": "x"}))
+    assert not figures.compare_data(j, k).equal
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
