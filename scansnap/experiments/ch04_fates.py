@@ -1,0 +1,369 @@
+"""Chapter 4's training experiment: the signs of Theorem 2 and Corollary 2 along training (C16-C18).
+
+:data:`TRAINING` (``fig-ch4-fates``, ``fig-ch4-violations``) trains the families of
+:func:`scansnap.theory.families.example_families` with the trainer (:func:`scansnap.train.train`) under
+three protocols: the theorem's setting (gradient descent, ``eta_Y = 1 >> eta_Z = 0.1``, Assumption 1(c)),
+equal learning rates, and the paper's protocol (equal rates and momentum 0.9); each in the long-sequence
+limit (``T = inf``) and with sampled sequences. It reads the logits back from the attention snapshots
+(:func:`scansnap.theory.fates.logits_from_attention`) and counts how each logit moved between
+consecutive steps (:func:`scansnap.theory.fates.fate_counts`). Its verdicts judge C16-C18 on
+**training-population** evidence in the theorem's own setting (Theorem 2 is a statement about the
+long-sequence limit); the sampled runs and the other protocols are reported with them, as measured context.
+
+The check of the statements themselves against the exact gradient (derivation evidence) and the
+comparison of Eqn 10 with training (C15) are in :mod:`scansnap.experiments.ch04_eqn10`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from scansnap import figures, train
+from scansnap._checks import check_choice, check_int, check_positive
+from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.results import Config
+from scansnap.theory.families import example_families
+from scansnap.theory.fates import fate_counts, logits_from_attention
+from scansnap.verdicts import Rule, Verdict, at_least, at_most
+
+CHAPTER = "book/chapters/04-fates-of-tokens"
+LIMITS = ("population", "sampled")  # T = inf (Lemma 2), and sampled sequences of length T
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One way of training: learning rates, momentum, number of steps (gradient descent: ``momentum = 0``)."""
+
+    name: str
+    eta_Y: float
+    eta_Z: float
+    momentum: float
+    steps: int
+
+    def __post_init__(self) -> None:
+        check_positive(f"{self.name}: eta_Y", self.eta_Y)
+        check_positive(f"{self.name}: eta_Z", self.eta_Z)
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"{self.name}: momentum: must be in [0, 1); got {self.momentum}")
+        check_int(f"{self.name}: steps", self.steps, low=2)
+
+    def label(self) -> str:
+        return f"$\\eta_Y$={self.eta_Y:g}, $\\eta_Z$={self.eta_Z:g}, momentum {self.momentum:g}"
+
+
+def default_protocols(theorem_steps: int, other_steps: int) -> tuple[Protocol, ...]:
+    """The theorem's setting, equal learning rates, and the paper's protocol (Sec. 8, 100 steps in the paper)."""
+    return (Protocol("theorem", 1.0, 0.1, 0.0, theorem_steps), Protocol("equal", 1.0, 1.0, 0.0, other_steps),
+            Protocol("paper", 1.0, 1.0, 0.9, other_steps))
+
+
+def check_seeds(seeds: tuple[int, ...]) -> None:
+    if not seeds:
+        raise ValueError("seeds: must hold at least one seed")
+    for s in seeds:
+        check_int("seeds", s, low=0)
+
+
+@dataclass(frozen=True)
+class TrainingConfig(Config):
+    """Attributes:
+        shown: families whose logits ``fig-ch4-fates`` shows (theorem's setting only).
+        counted: families whose moves are counted under every protocol (``fig-ch4-violations``).
+        protocols: the protocols; the one named ``"theorem"`` is the theorem's setting.
+        seeds: sampled runs (one per seed); batch, T: sequences per step and their length.
+        tol: a logit move with ``|dz| <= tol`` counts as still.
+    """
+
+    shown: tuple[str, ...] = ("one common token", "Syn-Medium, one query", "two common, asymmetric",
+                              "common to 2 of 3")
+    counted: tuple[str, ...] = ("one common token", "Syn-Small", "Syn-Medium, one query")
+    protocols: tuple[Protocol, ...] = default_protocols(1000, 100)
+    seeds: tuple[int, ...] = tuple(range(1, 11))
+    batch: int = 128
+    T: int = 128
+    tol: float = 1e-12
+    PRESETS = {"smoke": dict(protocols=default_protocols(20, 20), seeds=(1,)),
+               "book": dict(protocols=default_protocols(200, 100), seeds=(1, 2, 3, 4, 5)), "paper": {}}
+
+    def __post_init__(self) -> None:
+        names = tuple(example_families())
+        for fam in (*self.shown, *self.counted):
+            check_choice("shown/counted family", fam, names)
+        if [p.name for p in self.protocols].count("theorem") != 1:
+            raise ValueError("protocols: must hold exactly one protocol named 'theorem'")
+        check_seeds(self.seeds)
+        check_int("batch", self.batch, low=1)
+        check_int("T", self.T, low=2)
+        check_positive("tol", self.tol)
+
+    def theorem(self) -> Protocol:
+        return next(p for p in self.protocols if p.name == "theorem")
+
+
+@dataclass(frozen=True)
+class FamilyLogits:
+    """The logits ``z_{ml}(t)`` of every contextual token of a one-query family, in the theorem's setting.
+
+    Attributes:
+        family: its name; tokens: ``(L,)`` token ids; common: ``(L,)`` whether each is a common token.
+        population: ``(steps + 1, L)`` in the long-sequence limit; sampled: ``(steps + 1, L)`` mean over seeds.
+    """
+
+    family: str
+    tokens: np.ndarray
+    common: np.ndarray
+    population: np.ndarray
+    sampled: np.ndarray
+
+
+@dataclass(frozen=True)
+class TrainingResult:
+    """Attributes:
+        config: the configuration.
+        logits: one :class:`FamilyLogits` per shown family.
+        distinct, common: ``(counted, protocols, 2, 3)`` int: ``(up, down, still)`` counts of the moves of
+            distinct / common logits over (step, class, token) entries, summed over runs; axis 2 is
+            :data:`LIMITS`.
+        min_distinct_move, max_common_move: ``(counted, protocols, 2)``: the most negative distinct move and
+            the most positive common move.
+    """
+
+    config: TrainingConfig
+    logits: tuple[FamilyLogits, ...]
+    distinct: np.ndarray
+    common: np.ndarray
+    min_distinct_move: np.ndarray
+    max_common_move: np.ndarray
+
+
+def _logits(classes, p: Protocol, limit: str, c: TrainingConfig, progress: Progress | None) -> torch.Tensor:
+    """Logits ``(runs, steps + 1, M, M)`` at every step, read back from the attention snapshots."""
+    hist = train.train(classes, p.eta_Y, p.eta_Z, steps=p.steps, batch=c.batch, T=c.T, optimizer="sgd",
+                       momentum=p.momentum, init="zero", seed=[0] if limit == "population" else list(c.seeds),
+                       limit=limit, snapshot_steps=list(range(p.steps + 1)), callback=progress)
+    return logits_from_attention(hist.attention.transpose(0, 1), classes)
+
+
+def run_training(config: TrainingConfig, progress: Progress | None = None) -> TrainingResult:
+    """Every (family, protocol, limit) that a figure or a count needs, trained once."""
+    c, fams = config, example_families()
+    shape = (len(c.counted), len(c.protocols), len(LIMITS))
+    counts = {k: np.zeros((*shape, 3), dtype=np.int64) for k in ("distinct", "common")}
+    dmin, cmax = np.full(shape, np.nan), np.full(shape, np.nan)
+    shown: dict[str, FamilyLogits] = {}
+    for name in dict.fromkeys((*c.shown, *c.counted)):
+        classes = fams[name]
+        for j, p in enumerate(c.protocols):
+            if name not in c.counted and not (name in c.shown and p.name == "theorem"):
+                continue
+            Z = {limit: _logits(classes, p, limit, c, progress) for limit in LIMITS}
+            if name in c.shown and p.name == "theorem":
+                m = int(classes.query[0])
+                tokens = torch.nonzero(classes.support().any(0)).flatten()
+                common = torch.isin(tokens, classes.common())
+                shown[name] = FamilyLogits(name, tokens.numpy(), common.numpy(),
+                                           Z["population"][0][:, m, tokens].numpy(),
+                                           Z["sampled"].mean(0)[:, m, tokens].numpy())
+            if name in c.counted:
+                i = c.counted.index(name)
+                for k, limit in enumerate(LIMITS):
+                    runs = [fate_counts(z, classes, tol=c.tol) for z in Z[limit]]
+                    counts["distinct"][i, j, k] = np.sum([r.distinct for r in runs], axis=0)
+                    counts["common"][i, j, k] = np.sum([r.common for r in runs], axis=0)
+                    dmin[i, j, k] = min(r.min_distinct_move for r in runs)
+                    cmax[i, j, k] = max(r.max_common_move for r in runs)
+    return TrainingResult(c, tuple(shown[n] for n in c.shown), counts["distinct"], counts["common"], dmin, cmax)
+
+
+def training_work(c: TrainingConfig) -> int:
+    runs = sum(p.steps for p in c.protocols) * len(c.counted) + c.theorem().steps * len(set(c.shown) - set(c.counted))
+    return 2 * runs
+
+
+# ------------------------------------------------------------------------------------------------
+# measures behind the verdicts
+# ------------------------------------------------------------------------------------------------
+
+
+def wrong_share(counts: np.ndarray, wrong: str) -> float:
+    """Share of moves (up or down; still entries excluded) that went ``wrong`` (``"up"`` or ``"down"``), over
+    ``counts`` ``(..., 3)`` summed; nan if nothing moved."""
+    total = np.asarray(counts).reshape(-1, 3).sum(0)
+    moved = total[0] + total[1]
+    return float(total[0 if wrong == "up" else 1] / moved) if moved else float("nan")
+
+
+def rise_share(r: TrainingResult, family: str, token: int) -> float:
+    """Share of steps (after the first, where ``gamma(0) = 0``) at which ``token``'s logit rose, ``T = inf``."""
+    fl = next((x for x in r.logits if x.family == family), None)
+    if fl is None or token not in fl.tokens.tolist():
+        return float("nan")
+    dz = np.diff(fl.population[:, fl.tokens.tolist().index(token)])[1:]
+    return float((dz > r.config.tol).mean())
+
+
+def shares(r: TrainingResult, kind: str, protocol: str, limit: str, families: tuple[str, ...] | None = None) -> float:
+    """:func:`wrong_share` of distinct (``kind="distinct"``: down) or common (``"common"``: up) moves."""
+    c = r.config
+    j, k = [p.name for p in c.protocols].index(protocol), LIMITS.index(limit)
+    rows = [c.counted.index(f) for f in (families or c.counted) if f in c.counted]
+    counts = (r.distinct if kind == "distinct" else r.common)[rows, j, k]
+    return wrong_share(counts, "down" if kind == "distinct" else "up")
+
+
+# ------------------------------------------------------------------------------------------------
+# rules (fixed before the runs)
+# ------------------------------------------------------------------------------------------------
+
+_WRONG = ("A wrong-way move is a logit step against the theorem's sign (|dz| > 1e-12; still entries, e.g. the "
+          "first step from Y(0) = 0 where gamma = 0, are neither). The theorem claims every move has its sign: "
+          "at most 1 in 1000 wrong verifies; up to 5% (a few noisy moves) partly verifies. Judged in the "
+          "theorem's setting (T = inf, gradient descent, eta_Y >> eta_Z); sampled sequences and the paper's "
+          "protocol are outside its assumptions and are reported beside the verdict.")
+RULE_C16 = Rule("C16", "training-population", (
+    at_most("distinct_down_share", "share of distinct-token logit moves that went down (theorem's setting, T = inf, "
+            "all counted families)", 0.001, 0.05),), note=_WRONG)
+RULE_C17 = Rule("C17", "training-population", (
+    at_most("common_up_share", "share of moves of the single common token's logit that went up ('one common "
+            "token', theorem's setting, T = inf)", 0.001, 0.05),), note=_WRONG)
+RULE_C18 = Rule("C18", "training-population", (
+    at_most("common_up_share", "share of common-token logit moves that went up in the symmetric family "
+            "('Syn-Medium, one query', theorem's setting, T = inf)", 0.001, 0.05),
+    at_least("asymmetric_rise_share", "share of steps at which common token 0 of 'two common, asymmetric' rose "
+             "(the claimed failure without symmetry)", 0.9, 0.5),
+), note=_WRONG + " The second number judges 'without symmetry this can fail': the counterexample must rise at "
+                 "most steps (90% verifies, half partly), not once by noise.")
+
+
+def training_verdicts(r: TrainingResult) -> list[Verdict]:
+    c, th = r.config, r.config.theorem()
+    protocol = (f"{', '.join(c.counted)}: gradient descent, eta_Y = {th.eta_Y:g}, eta_Z = {th.eta_Z:g}, "
+                f"{th.steps} steps, zero initialization, long-sequence limit (scansnap.train, limit='population'); "
+                f"logits read back from the attention at every step")
+    ctx = []
+    for p in c.protocols:
+        for limit in LIMITS:
+            if p.name != "theorem" or limit != "population":
+                ctx.append(f"{p.name} ({p.eta_Y:g}/{p.eta_Z:g}, momentum {p.momentum:g}, "
+                           f"{'T = inf' if limit == 'population' else f'T = {c.T}, {len(c.seeds)} seeds'}): "
+                           f"distinct down {shares(r, 'distinct', p.name, limit):.1%}, "
+                           f"common up {shares(r, 'common', p.name, limit):.1%}")
+    details = "; ".join(ctx)
+    link = f"{CHAPTER}.html#fig-ch4-violations"
+    return [
+        RULE_C16.judge({"distinct_down_share": shares(r, "distinct", "theorem", "population")},
+                       protocol=protocol, details=details, link=link),
+        RULE_C17.judge({"common_up_share": shares(r, "common", "theorem", "population", ("one common token",))},
+                       protocol=protocol, details=details, link=link),
+        RULE_C18.judge({"common_up_share": shares(r, "common", "theorem", "population", ("Syn-Medium, one query",)),
+                        "asymmetric_rise_share": rise_share(r, "two common, asymmetric", 0)},
+                       protocol=protocol, details=details, link=f"{CHAPTER}.html#fig-ch4-fates"),
+    ]
+
+
+# ------------------------------------------------------------------------------------------------
+# figures
+# ------------------------------------------------------------------------------------------------
+
+
+def fates_table(r: TrainingResult) -> dict[str, np.ndarray]:
+    """One row per (family, token, step): the logit in the limit and the sampled mean."""
+    cols: dict[str, list] = {k: [] for k in ("family", "token", "common", "step", "z_population", "z_sampled")}
+    for fl in r.logits:
+        S, L = fl.population.shape
+        cols["family"] += [fl.family] * (S * L)
+        cols["token"] += np.repeat(fl.tokens, S).tolist()
+        cols["common"] += np.repeat(fl.common.astype(int), S).tolist()
+        cols["step"] += np.tile(np.arange(S), L).tolist()
+        cols["z_population"] += fl.population.T.ravel().tolist()
+        cols["z_sampled"] += fl.sampled.T.ravel().tolist()
+    return {k: np.array(v) for k, v in cols.items()}
+
+
+def plot_fates(r: TrainingResult) -> Figure:
+    figures.set_style()
+    rows = (len(r.logits) + 1) // 2
+    fig, axes = plt.subplots(rows, 2, figsize=(9, 3.2 * rows), squeeze=False)
+    for ax, fl in zip(axes.flat, r.logits, strict=False):
+        steps = np.arange(len(fl.population))
+        for i in range(len(fl.tokens)):
+            color, lw = ("C3", 2.0) if fl.common[i] else ("C2", 1.0)
+            ax.plot(steps, fl.population[:, i], color=color, lw=lw)
+            ax.plot(steps, fl.sampled[:, i], color=color, lw=0.8, ls="--")
+        ax.axhline(0, color="0.5", lw=0.6)
+        ax.set(title=fl.family, xlabel="step", ylabel=r"$z_{ml}(t)$")
+    for ax in list(axes.flat)[len(r.logits):]:
+        ax.set_visible(False)
+    handles = [plt.Line2D([], [], color="C2", label="distinct token"),
+               plt.Line2D([], [], color="C3", lw=2, label="common token"),
+               plt.Line2D([], [], color="0.3", label="long-sequence limit"),
+               plt.Line2D([], [], color="0.3", ls="--",
+                          label=f"sampled, T={r.config.T} (mean of {len(r.config.seeds)})")]
+    fig.legend(handles=handles, loc="lower center", ncol=4, fontsize="small", bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    return fig
+
+
+def violations_table(r: TrainingResult) -> dict[str, np.ndarray]:
+    """One row per (family, protocol, limit): the counts of moves."""
+    c = r.config
+    keys = [(i, j, k) for i in range(len(c.counted)) for j in range(len(c.protocols)) for k in range(len(LIMITS))]
+    d, m = r.distinct, r.common
+    return {
+        "family": np.array([c.counted[i] for i, _, _ in keys]),
+        "protocol": np.array([c.protocols[j].name for _, j, _ in keys]),
+        "limit": np.array([LIMITS[k] for _, _, k in keys]),
+        **{f"distinct_{w}": np.array([d[key][x] for key in keys]) for x, w in enumerate(("up", "down", "still"))},
+        **{f"common_{w}": np.array([m[key][x] for key in keys]) for x, w in enumerate(("up", "down", "still"))},
+        "min_distinct_move": np.array([r.min_distinct_move[key] for key in keys]),
+        "max_common_move": np.array([r.max_common_move[key] for key in keys]),
+    }
+
+
+def plot_violations(r: TrainingResult) -> Figure:
+    figures.set_style()
+    c = r.config
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    settings = [(p, limit) for p in c.protocols for limit in LIMITS]
+    width = 0.8 / len(settings)
+    for ax, kind, title in zip(axes, ("distinct", "common"), ("distinct tokens moving down", "common tokens moving up"),
+                               strict=True):
+        for j, (p, limit) in enumerate(settings):
+            frac = [100 * shares(r, kind, p.name, limit, (f,)) for f in c.counted]
+            x = np.arange(len(c.counted)) + (j - (len(settings) - 1) / 2) * width
+            label = f"{p.label()}, {'T = inf' if limit == 'population' else f'T = {c.T}'}"
+            ax.bar_label(ax.bar(x, frac, width, label=label, color=f"C{j}"), fmt="%.0f", fontsize="xx-small")
+        ax.set_xticks(np.arange(len(c.counted)), [f.replace(", ", ",\n") for f in c.counted], fontsize="small")
+        ax.set(title=title, ylabel="% of the logit moves")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="lower center", ncol=3, fontsize="x-small",
+               bbox_to_anchor=(0.5, -0.01))
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    return fig
+
+
+TRAINING = Experiment(
+    id="ch4-training", chapter=CHAPTER, config=TrainingConfig, result=TrainingResult, run=run_training,
+    verdicts=training_verdicts, work=training_work,
+    figures=(
+        FigureSpec(id="fig-ch4-fates",
+                   caption="Attention logits z_ml(t) of every contextual token in training (gradient descent, eta_Y = "
+                           "1, eta_Z = 0.1, zero initialization), in the long-sequence limit (solid) and with sampled "
+                           "sequences (dashed, mean over seeds), for four families: one common token (Theorem 2), "
+                           "Syn-Medium with one query (Corollary 2), and two asymmetric families outside the theorems.",
+                   claims=("C16", "C17", "C18"), plot=plot_fates, table=fates_table),
+        FigureSpec(id="fig-ch4-violations",
+                   caption="Share of logit moves against Theorem 2's sign between consecutive steps (distinct tokens "
+                           "down, common tokens up), in the theorem's setting (gradient descent, eta_Y = 1 >> eta_Z = "
+                           "0.1), with equal learning rates, and with the paper's protocol (equal rates, momentum "
+                           "0.9), in the long-sequence limit and with sampled sequences.",
+                   claims=("C16", "C17", "C18"), plot=plot_violations, table=violations_table),
+    ),
+)
+
+EXPERIMENTS = [TRAINING]
+RULES = [RULE_C16, RULE_C17, RULE_C18]

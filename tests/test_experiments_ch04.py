@@ -1,0 +1,119 @@
+"""Chapter 4's experiments (ch4-identities, ch4-training, ch4-eqn10): smoke profile, deterministic, typed, and
+their verdicts name the right claims and evidence kinds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests only
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from conftest import names  # noqa: E402
+
+from scansnap import experiments, results  # noqa: E402
+from scansnap.experiments import ch04_eqn10 as eq  # noqa: E402
+from scansnap.experiments import ch04_fates as ch4  # noqa: E402
+from scansnap.theory.families import example_families  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def identities() -> eq.IdentitiesResult:
+    return eq.run_identities(eq.IdentitiesConfig(families=12, symmetric=2))
+
+
+@pytest.fixture(scope="module")
+def training() -> ch4.TrainingResult:
+    return ch4.run_training(ch4.TrainingConfig.preset("smoke"))
+
+
+@pytest.fixture(scope="module")
+def eqn10() -> eq.Eqn10Result:
+    return eq.run_eqn10(eq.Eqn10Config(checkpoints=(1, 4), disjoint_steps=10, decomposition_step=3))
+
+
+def test_identities_hold_to_round_off(identities: eq.IdentitiesResult) -> None:
+    r = identities
+    assert r.eqn10_error.shape == (12,) and r.eqn10_error.max() < 1e-12 and r.rate2a_error.max() < 1e-12
+    assert r.rate2b_error.max() < 1e-12 and r.corollary2_error.max() < 1e-12
+    assert r.corollary2_entries == 20 and r.disjoint_max_rate == 0.0
+    assert (r.distinct_positive <= r.distinct_entries).all() and (r.common_negative <= r.common_entries).all()
+    assert r.counterexample_rise > 0  # sympy proves the sign at Z = 0 in the chapter
+    again = eq.run_identities(eq.IdentitiesConfig(families=12, symmetric=2))
+    assert np.array_equal(again.eqn10_error, r.eqn10_error)
+    assert np.array_equal(again.min_xi, r.min_xi, equal_nan=True)
+
+
+def test_identities_verdicts_are_derivations(identities: eq.IdentitiesResult) -> None:
+    verdicts = eq.IDENTITIES.verdicts(identities)
+    assert [v.claim for v in verdicts] == ["C15", "C16", "C17", "C18"]
+    assert all(v.evidence == "derivation" and v.protocol for v in verdicts)
+
+
+def test_training_counts_and_logits(training: ch4.TrainingResult) -> None:
+    c = training.config
+    assert [fl.family for fl in training.logits] == list(c.shown)
+    fams = example_families()
+    for fl in training.logits:
+        assert fl.population.shape == fl.sampled.shape == (c.theorem().steps + 1, len(fl.tokens))
+        assert np.abs(fl.population[:2]).max() < 1e-14  # Z(0) = 0, and Y(0) = 0 leaves Z alone at the first step
+        assert fl.common.tolist() == [t in fams[fl.family].common().tolist() for t in fl.tokens]
+    assert training.distinct.shape == (len(c.counted), len(c.protocols), 2, 3)
+    for i, name in enumerate(c.counted):  # every (step, class, distinct token) entry is counted once per run
+        entries = int(fams[name].distinct_mask().sum())
+        for j, p in enumerate(c.protocols):
+            assert training.distinct[i, j, 0].sum() == p.steps * entries
+            assert training.distinct[i, j, 1].sum() == len(c.seeds) * p.steps * entries
+    one = next(fl for fl in training.logits if fl.family == "one common token")
+    assert np.all(np.diff(one.population[1:, 0]) < 0)  # the single common token falls in the theorem's setting
+
+
+def test_training_tables_and_verdicts(training: ch4.TrainingResult) -> None:
+    t = ch4.fates_table(training)
+    assert len({len(v) for v in t.values()}) == 1 and set(t["family"]) == set(training.config.shown)
+    v = ch4.violations_table(training)
+    assert len(v["family"]) == len(training.config.counted) * len(training.config.protocols) * 2
+    verdicts = ch4.TRAINING.verdicts(training)
+    assert [(x.claim, x.evidence) for x in verdicts] == [(c, "training-population") for c in ("C16", "C17", "C18")]
+    assert ch4.wrong_share(np.array([3, 1, 5]), "down") == 0.25 and np.isnan(ch4.wrong_share(np.zeros(3), "up"))
+
+
+def test_eqn10_result_and_verdict(eqn10: eq.Eqn10Result) -> None:
+    assert eqn10.cosine.shape == (3, 2) and np.all(np.abs(eqn10.cosine) <= 1 + 1e-12) and np.all(eqn10.scale > 0)
+    # after one step Y lies in span F exactly: Eqn 10 with the measured coefficients is exact
+    assert np.all(eqn10.rel_err_measured[:, 0] < 1e-10) and np.all(eqn10.g_off_span[:, 0] < 1e-10)
+    assert eqn10.disjoint_max_abs_z < 1e-12
+    d = eqn10.decomposition
+    assert d.step == 3 and d.measured_self == pytest.approx(d.theorem_self, rel=0.2)
+    (v,) = eq.EQN10.verdicts(eqn10)
+    assert v.claim == "C15" and v.evidence == "training-population"
+
+
+def test_results_are_saved_and_reloaded(tmp_path: Path, training: ch4.TrainingResult) -> None:
+    path = results.save(training, tmp_path / "t.npz")
+    back = results.load(ch4.TrainingResult, path)
+    assert back.config == training.config and np.array_equal(back.distinct, training.distinct)
+    assert back.logits[0].family == training.logits[0].family
+    assert np.array_equal(back.logits[0].population, training.logits[0].population)
+
+
+def test_eqn10_figure_is_remade_byte_for_byte(tmp_path: Path) -> None:
+    config = eq.Eqn10Config(checkpoints=(1, 3), disjoint_steps=5, decomposition_step=2)
+    for x in "ab":
+        experiments.make(eq.EQN10, config, profile="smoke", out=tmp_path / x)
+    a, b = ((tmp_path / x / "figures" / "fig-ch4-eqn10.csv").read_bytes() for x in "ab")
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    ("make", "param"),
+    [(lambda: eq.IdentitiesConfig(families=0), "families"), (lambda: eq.Eqn10Config(checkpoints=(3, 1)), "checkpoints"),
+     (lambda: eq.Eqn10Config(families=("nope",)), "families"),
+     (lambda: ch4.TrainingConfig(seeds=()), "seeds"),
+     (lambda: ch4.TrainingConfig(protocols=ch4.default_protocols(5, 5)[1:]), "protocols"),
+     (lambda: ch4.Protocol("x", 1.0, 1.0, 1.0, 5), "x: momentum")],
+)
+def test_configs_reject_bad_values(make, param: str) -> None:
+    with pytest.raises(ValueError, match=names(param)):
+        make()
