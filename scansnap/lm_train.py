@@ -1,0 +1,171 @@
+"""Training the WikiText language model of Chapter 8, with held-out attention checkpoints (Figures 7, 10).
+
+:func:`corpus` reads verified WikiText-2 splits (:mod:`scansnap.wikitext`), builds the vocabulary and
+cuts the training text into ``batch`` streams and the held-out text into fixed sequences.
+:func:`train` trains a :class:`scansnap.lm.TransformerLM` the authors' way (SGD without momentum at one
+constant learning rate, gradient clipping, the training chunks in order, epoch after epoch) and, at
+every checkpoint, measures on the held-out sequences with dropout off: the loss, the mean entropy of
+the first layer's attention rows, and the relative change of the first layer's maps since the last
+checkpoint (:func:`scansnap.metrics.freeze_rate`). It keeps the maps of one probe sequence (Figure 7).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch.nn import functional as F  # noqa: N812
+
+from scansnap import lm, metrics, wikitext
+from scansnap._checks import check_choice, check_int, check_positive
+
+__all__ = ["Corpus", "Trajectory", "corpus", "evaluate", "row_entropy", "train"]
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Token ids ready for training and held-out evaluation.
+
+    Attributes:
+        vocab: the vocabulary (``len(vocab) = V``).
+        train_ids: ``(N,)`` the training text's ids (in order).
+        streams: ``(batch, N // batch)`` the training text cut into contiguous streams.
+        heldout: ``(S, bptt + 1)`` non-overlapping held-out windows: inputs ``[:, :-1]``, targets ``[:, 1:]``.
+        train_split, eval_split: the WikiText-2 splits used.
+        note: how the vocabulary was built (and any fallback), in words.
+    """
+
+    vocab: wikitext.Vocabulary
+    train_ids: torch.Tensor
+    streams: torch.Tensor
+    heldout: torch.Tensor
+    train_split: str
+    eval_split: str
+    note: str
+
+
+def corpus(train_split: str, eval_split: str, *, root: str | os.PathLike | None = None, cap: int = 0,
+           batch: int = 20, bptt: int = 35, max_train_tokens: int = 0, eval_sequences: int = 200) -> Corpus:
+    """Read, verify and encode the splits.
+
+    The vocabulary comes from the training text; without a cap and when training on ``valid`` (a
+    split whose vocabulary does not cover the evaluation text), every word of the evaluation text is
+    added too. With ``cap > 0`` only the ``cap`` most frequent training words are kept, the others map
+    to ``<unk>``. ``max_train_tokens > 0`` keeps only the first that many training tokens.
+    """
+    check_choice("train_split", train_split, wikitext.SPLITS)
+    check_choice("eval_split", eval_split, wikitext.SPLITS)
+    if eval_split == train_split:
+        raise ValueError(f"eval_split: must differ from train_split {train_split!r} (held-out text)")
+    check_int("eval_sequences", eval_sequences, low=1)
+    check_int("max_train_tokens", max_train_tokens, low=0)
+    train_words = wikitext.tokens(train_split, root)
+    eval_words = wikitext.tokens(eval_split, root)
+    if max_train_tokens:
+        train_words = train_words[:max_train_tokens]
+    add_eval = cap == 0 and train_split != "train"
+    vocab = wikitext.Vocabulary.build(train_words, *([eval_words] if add_eval else []), cap=cap)
+    note = (f"vocabulary: {len(vocab):,} words from {train_split}.txt"
+            + (f" plus every word of {eval_split}.txt" if add_eval else "")
+            + (f", capped at the {cap:,} most frequent training words (others -> <unk>)" if cap else ""))
+    ids = vocab.encode(train_words)
+    held = vocab.encode(eval_words)
+    if len(held) < eval_sequences * (bptt + 1):
+        raise ValueError(f"eval_sequences: at most {len(held) // (bptt + 1)} windows of {bptt + 1} tokens fit in "
+                         f"{eval_split}.txt; got {eval_sequences}")
+    heldout = held[: eval_sequences * (bptt + 1)].reshape(eval_sequences, bptt + 1)
+    return Corpus(vocab, ids, wikitext.batchify(ids, batch), heldout, train_split, eval_split, note)
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One training run, measured at checkpoints ``C``.
+
+    Attributes:
+        steps: ``(C,)`` checkpoint steps (0 = before training).
+        train_loss: ``(steps,)`` the training loss of every step (dropout on).
+        heldout_loss: ``(C,)`` mean next-token cross-entropy on the held-out windows (dropout off).
+        entropy: ``(C,)`` mean entropy (nats) of the first layer's attention rows on the held-out windows.
+        freeze: ``(C - 1,)`` relative change per step of the first layer's held-out maps between
+            consecutive checkpoints (:func:`scansnap.metrics.freeze_rate`, mean over the windows).
+        probe_maps: ``(C, T, T)`` the first layer's attention on the probe window at each checkpoint.
+    """
+
+    steps: np.ndarray
+    train_loss: np.ndarray
+    heldout_loss: np.ndarray
+    entropy: np.ndarray
+    freeze: np.ndarray
+    probe_maps: np.ndarray
+
+
+def row_entropy(attn: torch.Tensor) -> torch.Tensor:
+    """``(..., T, T)`` attention rows -> ``(...)`` mean entropy (nats) over the rows ``-sum_j a_ij ln a_ij``.
+
+    With a causal mask row ``i`` spreads over ``i + 1`` keys (row 0 has entropy 0), as in the authors'
+    validation entropy of Figure 10 (mean over every query of every window)."""
+    return -torch.xlogy(attn, attn).sum(-1).mean(-1)
+
+
+@torch.no_grad()
+def evaluate(model: lm.TransformerLM, heldout: torch.Tensor, chunk: int = 64) -> tuple[float, torch.Tensor]:
+    """Held-out loss (mean cross-entropy) and the first layer's maps ``(S, T, T)``, dropout off."""
+    was = model.training
+    model.eval()
+    total, maps = 0.0, []
+    for i in range(0, len(heldout), chunk):
+        x, y = heldout[i: i + chunk, :-1], heldout[i: i + chunk, 1:]
+        logits, attn = model(x, need_weights=True)
+        total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="sum").item()
+        maps.append(attn[0])
+    model.train(was)
+    return total / heldout[:, 1:].numel(), torch.cat(maps)
+
+
+def train(model: lm.TransformerLM, data: Corpus, *, lr: float, steps: int, checkpoints: list[int], bptt: int = 35,
+          clip: float = 0.5, seed: int = 0, probe: int = 0, progress: Callable[[int], None] | None = None
+          ) -> Trajectory:
+    """Train ``model`` in place for ``steps`` SGD steps and measure it at ``checkpoints``.
+
+    Args:
+        model: the language model (its initialization is the caller's, e.g. after ``torch.manual_seed``).
+        data: training streams and held-out windows.
+        lr: the one constant learning rate (SGD, no momentum); clip: gradient-norm clip.
+        steps: number of steps; the training chunks ``batch x bptt`` are taken in order, epoch after epoch.
+        checkpoints: strictly increasing steps in ``[0, steps]`` at which to measure (step ``s``: after ``s`` updates).
+        seed: seeds the dropout draws.
+        probe: index of the held-out window whose maps are kept.
+        progress: called once per step.
+    """
+    check_positive("lr", lr)
+    check_int("steps", steps, low=1)
+    check_int("probe", probe, low=0, high=len(data.heldout) - 1)
+    if not checkpoints or any(b <= a for a, b in zip(checkpoints, checkpoints[1:], strict=False)) \
+            or checkpoints[0] < 0 or checkpoints[-1] > steps:
+        raise ValueError(f"checkpoints: must be strictly increasing steps in [0, {steps}]; got {checkpoints}")
+    chunks = list(wikitext.chunks(data.streams, bptt))
+    torch.manual_seed(seed)
+    train_loss = np.zeros(steps)
+    held, ent, rates, probe_maps, previous = [], [], [], [], None
+    marks = set(checkpoints)
+    for step in range(steps + 1):
+        if step in marks:
+            loss, maps = evaluate(model, data.heldout)
+            held.append(loss)
+            ent.append(row_entropy(maps).mean().item())
+            probe_maps.append(maps[probe].numpy())
+            if previous is not None:
+                pair = torch.stack([previous[1], maps])
+                rates.append(metrics.freeze_rate(pair, [previous[0], step]).mean().item())
+            previous = (step, maps)
+        if step == steps:
+            break
+        x, y = chunks[step % len(chunks)]
+        train_loss[step] = lm.sgd_step(model, x, y, lr, clip)
+        if progress is not None:
+            progress(1)
+    return Trajectory(np.array(checkpoints), train_loss, np.array(held), np.array(ent), np.array(rates),
+                      np.stack(probe_maps))
