@@ -19,6 +19,7 @@ import torch
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_tensor
 from scansnap.data import SequenceClasses
 from scansnap.model import INITS, YZModel, init_params, token_counts
+from scansnap.model_options import ModelOptions, OptionsModel, head_params
 
 __all__ = ["OPTIMIZERS", "Adam", "History", "MomentumSGD", "log_steps", "train"]
 
@@ -125,6 +126,9 @@ class History:
         eta_Y, eta_Z: ``(C,)`` learning rates; seeds: ``(C,)`` long.
         Y, Z: ``(C, M, M)`` final parameters.
         settings: every other argument of :func:`train`.
+        bias: the final positional bias ``(C, L)`` (:class:`~scansnap.model_options.ModelOptions`), else None.
+
+    With ``H > 1`` heads, ``attention`` is ``(S, C, H, K, M)`` and ``Y``, ``Z`` are ``(C, H, M, M)``.
     """
 
     steps: torch.Tensor
@@ -136,6 +140,7 @@ class History:
     Y: torch.Tensor
     Z: torch.Tensor
     settings: dict = field(default_factory=dict)
+    bias: torch.Tensor | None = None
 
     def at(self, step: int) -> torch.Tensor:
         """Attention snapshot ``(C, K, M)`` at ``step`` (must be one of ``self.steps``)."""
@@ -163,6 +168,7 @@ def train(
     dtype: torch.dtype = torch.float64,
     callback: Callable[[int], None] | None = None,
     lr_schedule: Sequence[float] | None = None,
+    options: ModelOptions | None = None,
 ) -> History:
     """Train ``C`` configurations of :class:`~scansnap.model.YZModel` at once (paper Sec. 8 protocol).
 
@@ -182,6 +188,9 @@ def train(
         lr_schedule: one factor > 0 per step on both learning rates (default: constant rates), e.g. the
             warm-up ``(1 - momentum^(t+1)) / (1 - momentum)`` that heavy-ball momentum applies to a
             constant gradient.
+        options: the model's options beyond the paper (residual connection, positional bias, several heads;
+            :class:`~scansnap.model_options.ModelOptions`; default none: :class:`~scansnap.model.YZModel`).
+            The bias trains with ``bias_rate * eta_Z`` and needs ``limit="sampled"`` with ``positions = T - 1``.
 
     Returns:
         :class:`History`.
@@ -201,14 +210,12 @@ def train(
 
     unique_seeds, seed_index = torch.unique(seeds, return_inverse=True)
     gens = [torch.Generator().manual_seed(int(s)) for s in unique_seeds]
-    inits = [init_params(classes.M, init, g, dtype) for g in gens]
-    model = YZModel.from_params(
-        torch.stack([inits[i][0] for i in seed_index]), torch.stack([inits[i][1] for i in seed_index])
-    )
-    if optimizer == "sgd":
-        opt = MomentumSGD([model.Y, model.Z], [eta_Y, eta_Z], momentum=momentum)
-    else:
-        opt = Adam([model.Y, model.Z], [eta_Y, eta_Z], betas=betas)
+    model = _model(classes.M, init, gens, seed_index, dtype, options, limit, T)
+    ext = isinstance(model, OptionsModel)
+    params = model.parameters_list() if ext else [model.Y, model.Z]
+    contexts = ext and model.P is not None  # a positional bias reads the sequences, not token counts
+    lrs = [eta_Y, eta_Z] + ([eta_Z * options.bias_rate] if len(params) > 2 else [])
+    opt = MomentumSGD(params, lrs, momentum=momentum) if optimizer == "sgd" else Adam(params, lrs, betas=betas)
 
     if lr_schedule is not None:
         lr_schedule = [check_positive("lr_schedule", v) for v in lr_schedule]
@@ -220,11 +227,13 @@ def train(
     for t in range(steps + 1):
         if t in snaps:
             with torch.no_grad():
-                attention.append(classes.population(model.Z.detach()))
+                attention.append(model.population(classes) if ext else classes.population(model.Z.detach()))
         if t == steps:
             break
-        query, weights, target = _inputs(classes, limit, gens, seed_index, batch, T, dtype)
-        loss, model.Y.grad, model.Z.grad = model.loss_and_gradients(query, weights, target)  # Lemma 1
+        query, weights, target = _inputs(classes, limit, gens, seed_index, batch, T, dtype, contexts)
+        loss, model.Y.grad, model.Z.grad, *bias_grad = model.loss_and_gradients(query, weights, target)  # Lemma 1
+        if bias_grad:
+            model.P.grad = bias_grad[0]
         if lr_schedule is not None:
             opt.lrs = [lr * lr_schedule[t] for lr in base_lrs]
         opt.step()
@@ -238,11 +247,33 @@ def train(
     )
     if lr_schedule is not None:
         settings["lr_schedule"] = tuple(lr_schedule)
+    if ext:
+        settings["options"] = options.to_dict()
     return History(
         steps=torch.tensor(snaps), loss=losses, attention=torch.stack(attention),
         eta_Y=eta_Y, eta_Z=eta_Z, seeds=seeds,
         Y=model.Y.detach().clone(), Z=model.Z.detach().clone(), settings=settings,
+        bias=model.P.detach().clone() if ext and model.P is not None else None,
     )
+
+
+def _model(
+    M: int, init: str, gens: list[torch.Generator], seed_index: torch.Tensor, dtype: torch.dtype,
+    options: ModelOptions | None, limit: str, T: int,
+) -> YZModel:
+    """The stacked model: :class:`~scansnap.model.YZModel` with every option off, else an
+    :class:`~scansnap.model_options.OptionsModel`; each seed's generator draws its initial parameters."""
+    if options is None or not options.active:
+        inits = [init_params(M, init, g, dtype) for g in gens]
+        return YZModel.from_params(
+            torch.stack([inits[i][0] for i in seed_index]), torch.stack([inits[i][1] for i in seed_index])
+        )
+    if options.positions and (limit != "sampled" or options.positions != T - 1):
+        raise ValueError(f"options: a positional bias needs limit='sampled' and positions = T - 1 = {T - 1}; "
+                         f"got limit={limit!r}, positions={options.positions}")
+    inits = [head_params(M, options, init, g, dtype) for g in gens]
+    return OptionsModel.from_params(torch.stack([inits[i][0] for i in seed_index]),
+                                    torch.stack([inits[i][1] for i in seed_index]), options)
 
 
 def _inputs(
@@ -253,9 +284,11 @@ def _inputs(
     batch: int,
     T: int,
     dtype: torch.dtype,
+    contexts: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One step's ``(query (C, B), weights (C, B, M) in dtype, target (C, B))``; B = K in the population
-    limit. Weights are made once per seed (an expanded view in the population limit)."""
+    limit. Weights are made once per seed (an expanded view in the population limit). With ``contexts``, the
+    contextual tokens ``(C, B, T-1)`` (long) instead of the weights (a positional bias needs them)."""
     C = len(seed_index)
     if limit == "population":
         K = classes.K
@@ -263,6 +296,8 @@ def _inputs(
     drawn = [classes.sample(batch, T, g) for g in gens]
     x = torch.stack([d[0] for d in drawn])  # (S, B, T), one batch per distinct seed
     n = torch.stack([d[1] for d in drawn])  # (S, B)
+    if contexts:
+        return x[seed_index, :, -1], x[seed_index, :, :-1], classes.next[n[seed_index]]
     counts = token_counts(x[..., :-1], classes.M).to(dtype)  # (S, B, M)
     return x[seed_index, :, -1], counts[seed_index], classes.next[n[seed_index]]
 

@@ -1,0 +1,127 @@
+"""Data whose positions carry information, for the positional bias of Chapter 9 (paper Sec. 7).
+
+The paper's data are bags of tokens: contextual tokens are i.i.d. whatever their position, so a bias on the
+logits of positions (:class:`~scansnap.model_options.ModelOptions`, ``positions``) cannot single out a token.
+:class:`PositionalClasses` splits the ``T - 1`` contextual positions into a **far** zone and a **near** zone
+(the last ``round(near * (T - 1))`` positions, next to the query) with their own distributions
+``P_far(l|n)`` and ``P_near(l|n)``; ``probs`` is their mixture ``P(l|n) = near P_near + (1 - near) P_far``, the
+frequency of a token in a sequence. With ``shuffled``, each sequence's tokens are permuted at random: the same
+token counts, positions without information (the bag-of-tokens control).
+
+Long sequences (Lemma 2 with a bias ``p_t``): the attended distribution tends to
+``f_n(l) ~ exp(z_ml) (A_near P_near(l|n) + A_far P_far(l|n))`` with ``A_zone = sum_{t in zone} exp(p_t)``
+(:meth:`PositionalClasses.population`). A token that only occurs in one zone therefore sees its logit shifted
+by ``log A_zone``: the bias is an additive prior on ``z``. Shuffled, every token occurs in every zone in
+proportion, the factor ``sum_t exp(p_t)`` is common to all tokens and cancels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+
+from scansnap._checks import check_int, check_tensor
+from scansnap.data import SequenceClasses, attended
+
+__all__ = ["PositionalClasses", "near_count", "shuffled", "split_by_position"]
+
+
+def near_count(T: int, near: float) -> int:
+    """Number of near positions in a sequence of length ``T``: ``round(near * (T - 1))``, at least 1 and at most
+    ``T - 2`` (both zones non-empty)."""
+    check_int("T", T, low=3)
+    return min(max(round(near * (T - 1)), 1), T - 2)
+
+
+@dataclass(frozen=True)
+class PositionalClasses(SequenceClasses):
+    """Sequence classes with a near and a far zone of positions (module docstring).
+
+    Attributes (beyond :class:`~scansnap.data.SequenceClasses`, whose ``probs`` is the mixture):
+        near_probs, far_probs: ``(K, M)`` distributions of the near and the far zone; rows sum to 1.
+        near: fraction of the contextual positions in the near zone, in ``(0, 1)``.
+        shuffled: permute each sequence's tokens (positions then carry no information).
+    """
+
+    near_probs: torch.Tensor
+    far_probs: torch.Tensor
+    near: float
+    shuffled: bool = False
+    positional = True  # a class attribute: the model asks for the biased limit (OptionsModel.population)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not (isinstance(self.near, float) and 0 < self.near < 1):
+            raise ValueError(f"near: must be a fraction in (0, 1); got {self.near!r}")
+        for name in ("near_probs", "far_probs"):
+            p = check_tensor(name, getattr(self, name), shape=(self.K, self.M), floating=True, low=0.0)
+            if (p.sum(1) - 1).abs().max() > 1e-9:
+                raise ValueError(f"{name}: every row must sum to 1")
+        mix = self.near * self.near_probs + (1 - self.near) * self.far_probs
+        if (mix - self.probs).abs().max() > 1e-9:
+            raise ValueError("probs: must be the mixture near * near_probs + (1 - near) * far_probs")
+
+    def sample(
+        self, batch: int, T: int, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``batch`` sequences of length ``T``: far positions first, then the near ones, then the query.
+
+        Returns ``x`` ``(batch, T)`` long and the class index ``n`` ``(batch,)``, as the base sampler.
+        """
+        check_int("batch", batch, low=1)
+        W = near_count(T, self.near)
+        n = torch.randint(self.K, (batch,), generator=generator)
+        far = torch.multinomial(self.far_probs[n], T - 1 - W, replacement=True, generator=generator)
+        close = torch.multinomial(self.near_probs[n], W, replacement=True, generator=generator)
+        ctx = torch.cat([far, close], dim=1)
+        if self.shuffled:
+            ctx = ctx.gather(1, torch.rand(ctx.shape, generator=generator).argsort(dim=1))
+        return torch.cat([ctx, self.query[n, None]], dim=1), n
+
+    def population(self, Z: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """Attention of every class with the positional bias in the long-sequence form (module docstring).
+
+        Args:
+            Z: ``(..., M, M)``.
+            bias: ``(..., L)`` per-position bias, position ``L - 1`` next to the query (default: none). Ignored
+                when ``shuffled`` (it cancels).
+
+        Returns:
+            ``(..., K, M)``: ``exp(z) (A_near P_near + A_far P_far)`` normalized; without a bias, ``exp(z) P``.
+        """
+        check_tensor("Z", Z, shape=(..., self.M, self.M), floating=True)
+        if bias is None or self.shuffled:
+            return super().population(Z)
+        check_tensor("bias", bias, shape=(*Z.shape[:-2], -1), floating=True)
+        L = bias.shape[-1]
+        W = near_count(L + 1, self.near)
+        e = torch.exp(bias - bias.amax(-1, keepdim=True))
+        a_near, a_far = e[..., L - W:].sum(-1), e[..., : L - W].sum(-1)
+        w = a_near[..., None, None] * self.near_probs.to(Z.dtype) + a_far[..., None, None] * self.far_probs.to(Z.dtype)
+        return attended(Z[..., self.query, :], w)
+
+
+def split_by_position(classes: SequenceClasses, near_mask: torch.Tensor, near: float) -> PositionalClasses:
+    """Move some tokens of each class to the near zone: :class:`PositionalClasses` from a bag-of-tokens family.
+
+    Args:
+        classes: the family; its ``P(l|n)`` restricted to a zone and renormalized is that zone's distribution.
+        near_mask: ``(K, M)`` bool, the tokens of class ``n`` that occur only near the query (the others only
+            far); every class needs tokens in both zones.
+        near: fraction of the positions in the near zone, in ``(0, 1)``.
+    """
+    check_tensor("near_mask", near_mask, shape=(classes.K, classes.M), dtype=torch.bool)
+    p = classes.probs
+    near_p, far_p = p * near_mask, p * ~near_mask
+    if not ((near_p.sum(1) > 0) & (far_p.sum(1) > 0)).all():
+        raise ValueError("near_mask: every class needs contextual tokens in both zones")
+    near_p, far_p = near_p / near_p.sum(1, keepdim=True), far_p / far_p.sum(1, keepdim=True)
+    near = float(near)
+    return PositionalClasses(M=classes.M, query=classes.query, next=classes.next,
+                             probs=near * near_p + (1 - near) * far_p, near_probs=near_p, far_probs=far_p, near=near)
+
+
+def shuffled(classes: PositionalClasses) -> PositionalClasses:
+    """The same family with each sequence's tokens permuted (same counts; positions without information)."""
+    return replace(classes, shuffled=True)
