@@ -24,7 +24,7 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import figures, train
-from scansnap._checks import check_choice, check_int, check_positive
+from scansnap._checks import check_choice, check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.results import Config
 from scansnap.theory.families import example_families
@@ -62,13 +62,6 @@ def default_protocols(theorem_steps: int, other_steps: int) -> tuple[Protocol, .
             Protocol("paper", 1.0, 1.0, 0.9, other_steps))
 
 
-def check_seeds(seeds: tuple[int, ...]) -> None:
-    if not seeds:
-        raise ValueError("seeds: must hold at least one seed")
-    for s in seeds:
-        check_int("seeds", s, low=0)
-
-
 @dataclass(frozen=True)
 class TrainingConfig(Config):
     """Attributes:
@@ -96,7 +89,7 @@ class TrainingConfig(Config):
             check_choice("shown/counted family", fam, names)
         if [p.name for p in self.protocols].count("theorem") != 1:
             raise ValueError("protocols: must hold exactly one protocol named 'theorem'")
-        check_seeds(self.seeds)
+        check_seeds("seeds", self.seeds)
         check_int("batch", self.batch, low=1)
         check_int("T", self.T, low=2)
         check_positive("tol", self.tol)

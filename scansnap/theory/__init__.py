@@ -22,7 +22,8 @@ uses each):
   the exact ``population_zdot``), Theorem 2 and Corollary 2 (the fates of distinct and common tokens),
   reading the logits back from attention snapshots, and sign counts along training (Chapter 4).
 - :mod:`scansnap.theory.scanning`: Theorem 3, relative gain, growth factor, Eqn 12's ``B_n``
-  (``growth_bound``) and the scanning order, with an ODE integration of Eqn 10 (Chapter 5).
+  (``growth_bound``), with an ODE integration of Eqn 10 (Chapter 5); :mod:`scansnap.theory.scanning_measures`
+  measures a trajectory against it (Eqn 11's deviation, Eqn 12's band, the scanning order, picked subsets).
 - :mod:`scansnap.theory.snapping`: what Theorems 3-4 predict for the entropy of the attention over
   distinct tokens and for its dependence on both learning rates at a fixed horizon (Chapter 7).
 

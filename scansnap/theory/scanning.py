@@ -1,4 +1,4 @@
-"""Theorem 3 (growth of distinct tokens, Eqn 11-12): relative gain, growth factor, the scanning order,
+"""Theorem 3 (growth of distinct tokens, Eqn 11-12): relative gain, growth factor, Eqn 12's ``B_n``,
 and an ODE integration of Eqn 10 to check them against.
 
 Setting (paper Sec. 5). Class ``n`` has query ``m = psi(n)``; its attention in the long-sequence
@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.integrate import solve_ivp
-from scipy.stats import rankdata
 
 from scansnap._checks import check_array, check_int, check_positive
 from scansnap._threads import one_thread
@@ -41,15 +40,11 @@ __all__ = [
     "distinct_flow",
     "dominant_token",
     "dominant_token_bounds",
-    "drop_steps",
-    "eqn11_deviation",
     "growth_bound",
     "growth_factor",
     "growth_rate",
     "integrate_eqn10",
-    "rank_correlation",
     "relative_gain",
-    "top_set",
 ]
 
 F64 = torch.float64
@@ -278,98 +273,3 @@ def distinct_flow(
         raise RuntimeError(f"distinct_flow: solve_ivp failed: {sol.message}")
     z = sol.y.T
     return z, unit(z)
-
-
-def eqn11_deviation(
-    f: np.ndarray, probs: np.ndarray, distinct: np.ndarray, l0: int | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """How far trained attention is from Eqn 11: ``|r_{l0/l|n}(t) / (r_{l0/l|n}(0) chi_l0(t)) - 1|``.
-
-    The logits are read back from the attention: on ``supp(n)``, ``z_ml = log(f_nl / P(l|n)) + const``,
-    and the constant is fixed by the invariant of gradient training (Lemma 1): when class ``n`` is the
-    only class of its query ``m`` (as in Syn-Small), every update of row ``m`` sums to 0 over
-    ``supp(n)``, so from ``Z(0) = 0`` the logits on ``supp(n)`` sum to 0 at every step (SGD with or
-    without momentum; not Adam).
-
-    Args:
-        f: ``(S, M)`` attention snapshots ``f_n = c_n / 1^T c_n`` of one class (row 0 the start),
-            positive on its support.
-        probs: ``(M,)`` ``P(l|n)``; distinct: ``(M,)`` bool mask of ``G_DT(n)`` (at least 2 tokens).
-        l0: the reference distinct token (default: the most frequent one).
-
-    Returns:
-        ``chi_l0`` ``(S,)`` and the deviation ``(L - 1, S)`` for the other distinct tokens ``l`` (in
-        increasing id order).
-    """
-    fn, p = check_array("f", f, ndim=2), check_array("probs", probs, ndim=1)
-    mask = np.asarray(distinct)
-    if fn.shape[1] != len(p) or mask.shape != p.shape or mask.dtype != bool:
-        raise ValueError(f"distinct: f (S, M), probs (M,) and distinct (M,) bool must agree; got {fn.shape}, "
-                         f"{p.shape}, {mask.dtype} {mask.shape}")
-    support = p > 0
-    if not (mask <= support).all() or mask.sum() < 2:
-        raise ValueError("distinct: must mark at least 2 tokens of the support of probs")
-    if (fn[:, support] <= 0).any():
-        raise ValueError("f: must be positive on the support of probs")
-    D = np.flatnonzero(mask)
-    l0 = int(D[np.argmax(p[D])]) if l0 is None else check_int("l0", l0, low=0, high=len(p) - 1)
-    if l0 not in D:
-        raise ValueError(f"l0: must be one of the distinct tokens {D.tolist()}; got {l0}")
-    z = np.log(fn[:, support] / p[support])
-    z -= z.mean(axis=1, keepdims=True)  # the gauge: logits on supp(n) sum to 0
-    col = {int(l): i for i, l in enumerate(np.flatnonzero(support))}
-    chi = growth_factor(z[:, col[l0]], z[0, col[l0]])
-    r = np.stack([relative_gain(fn, l0, int(l)) for l in D if l != l0])  # (L - 1, S)
-    return chi, np.abs(r / (r[:, :1] * chi) - 1.0)
-
-
-def drop_steps(share: np.ndarray, tau: float) -> np.ndarray:
-    """The scanning order: for each token, the first snapshot index at which ``share`` falls below
-    ``tau`` times its initial value; ``S`` (one past the last) for a token that never does.
-
-    Args:
-        share: ``(S, L)`` attention of ``L`` tokens at ``S`` snapshots (row 0 the start, positive).
-        tau: threshold fraction in ``(0, 1)``.
-
-    Returns:
-        ``(L,)`` int64.
-    """
-    a = check_array("share", share, ndim=2)
-    if not (0 < tau < 1):
-        raise ValueError(f"tau: must lie in (0, 1); got {tau}")
-    if (a[0] <= 0).any():
-        raise ValueError("share: the initial share of every token must be > 0")
-    below = a < tau * a[0]
-    return np.where(below.any(axis=0), below.argmax(axis=0), a.shape[0]).astype(np.int64)
-
-
-def rank_correlation(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rank correlation of two 1-D arrays (average ranks for ties); ``nan`` if either is constant."""
-    x, y = check_array("a", a, ndim=1), check_array("b", b, ndim=1)
-    if x.shape != y.shape or len(x) < 2:
-        raise ValueError(f"b: must have the shape of a, with >= 2 entries; got {x.shape} and {y.shape}")
-    rx, ry = rankdata(x) - (len(x) + 1) / 2, rankdata(y) - (len(y) + 1) / 2
-    denom = np.sqrt((rx**2).sum() * (ry**2).sum())
-    return float((rx * ry).sum() / denom) if denom > 0 else float("nan")
-
-
-def top_set(share: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> frozenset[int]:
-    """The fewest tokens that together hold at least ``mass`` of ``share`` (larger share first, ties by
-    smaller id): which subset of distinct tokens an attention pattern picks (paper Fig. 5).
-
-    Args:
-        share: ``(L,)`` non-negative attention of the tokens ``tokens`` ``(L,)``.
-        mass: fraction of the total, in ``(0, 1]``.
-    """
-    s = check_array("share", share, ndim=1)
-    ids = np.asarray(tokens, dtype=np.int64)
-    if ids.shape != s.shape:
-        raise ValueError(f"tokens: must have the shape of share {s.shape}; got {ids.shape}")
-    if (s < 0).any() or s.sum() <= 0:
-        raise ValueError("share: must be non-negative with a positive total")
-    if not (0 < mass <= 1):
-        raise ValueError(f"mass: must lie in (0, 1]; got {mass}")
-    order = np.lexsort((ids, -s))
-    cum = np.cumsum(s[order]) / s.sum()
-    k = min(int(np.searchsorted(cum, mass * (1 - 1e-12))) + 1, len(s))
-    return frozenset(int(i) for i in ids[order[:k]])

@@ -1,0 +1,143 @@
+"""Measures of scanning in a trajectory of attention (Chapter 5): how far training is from Eqn 11, where
+the dominant token's growth factor sits against Eqn 12's band, the scanning order, and the subset of
+distinct tokens an attention pattern picks (paper Fig. 5).
+
+These read snapshots of the attention ``f_n`` (from the trainer, :attr:`scansnap.train.History.attention`,
+or from an integration of Eqn 10); the statements they measure are in :mod:`scansnap.theory.scanning`.
+Arrays are numpy float64.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from scansnap._checks import check_array, check_int
+from scansnap.theory.scanning import growth_factor, relative_gain
+
+__all__ = ["band_share", "deviation_at_growth", "drop_steps", "eqn11_deviation", "modal_set", "top_set"]
+
+
+def eqn11_deviation(
+    f: np.ndarray, probs: np.ndarray, distinct: np.ndarray, l0: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """How far trained attention is from Eqn 11: ``|r_{l0/l|n}(t) / (r_{l0/l|n}(0) chi_l0(t)) - 1|``.
+
+    The logits are read back from the attention: on ``supp(n)``, ``z_ml = log(f_nl / P(l|n)) + const``,
+    and the constant is fixed by the invariant of gradient training (Lemma 1): when class ``n`` is the
+    only class of its query ``m`` (as in Syn-Small), every update of row ``m`` sums to 0 over
+    ``supp(n)``, so from ``Z(0) = 0`` the logits on ``supp(n)`` sum to 0 at every step (SGD with or
+    without momentum; not Adam).
+
+    Args:
+        f: ``(S, M)`` attention snapshots ``f_n = c_n / 1^T c_n`` of one class (row 0 the start),
+            positive on its support.
+        probs: ``(M,)`` ``P(l|n)``; distinct: ``(M,)`` bool mask of ``G_DT(n)`` (at least 2 tokens).
+        l0: the reference distinct token (default: the most frequent one).
+
+    Returns:
+        ``chi_l0`` ``(S,)`` and the deviation ``(L - 1, S)`` for the other distinct tokens ``l`` (in
+        increasing id order).
+    """
+    fn, p = check_array("f", f, ndim=2), check_array("probs", probs, ndim=1)
+    mask = np.asarray(distinct)
+    if fn.shape[1] != len(p) or mask.shape != p.shape or mask.dtype != bool:
+        raise ValueError(f"distinct: f (S, M), probs (M,) and distinct (M,) bool must agree; got {fn.shape}, "
+                         f"{p.shape}, {mask.dtype} {mask.shape}")
+    support = p > 0
+    if not (mask <= support).all() or mask.sum() < 2:
+        raise ValueError("distinct: must mark at least 2 tokens of the support of probs")
+    if (fn[:, support] <= 0).any():
+        raise ValueError("f: must be positive on the support of probs")
+    D = np.flatnonzero(mask)
+    l0 = int(D[np.argmax(p[D])]) if l0 is None else check_int("l0", l0, low=0, high=len(p) - 1)
+    if l0 not in D:
+        raise ValueError(f"l0: must be one of the distinct tokens {D.tolist()}; got {l0}")
+    z = np.log(fn[:, support] / p[support])
+    z -= z.mean(axis=1, keepdims=True)  # the gauge: logits on supp(n) sum to 0
+    col = {int(l): i for i, l in enumerate(np.flatnonzero(support))}
+    chi = growth_factor(z[:, col[l0]], z[0, col[l0]])
+    r = np.stack([relative_gain(fn, l0, int(l)) for l in D if l != l0])  # (L - 1, S)
+    return chi, np.abs(r / (r[:, :1] * chi) - 1.0)
+
+
+def drop_steps(share: np.ndarray, tau: float) -> np.ndarray:
+    """The scanning order: for each token, the first snapshot index at which ``share`` falls below
+    ``tau`` times its initial value; ``S`` (one past the last) for a token that never does.
+
+    Args:
+        share: ``(S, L)`` attention of ``L`` tokens at ``S`` snapshots (row 0 the start, positive).
+        tau: threshold fraction in ``(0, 1)``.
+
+    Returns:
+        ``(L,)`` int64.
+    """
+    a = check_array("share", share, ndim=2)
+    if not (0 < tau < 1):
+        raise ValueError(f"tau: must lie in (0, 1); got {tau}")
+    if (a[0] <= 0).any():
+        raise ValueError("share: the initial share of every token must be > 0")
+    below = a < tau * a[0]
+    return np.where(below.any(axis=0), below.argmax(axis=0), a.shape[0]).astype(np.int64)
+
+
+def top_set(share: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> frozenset[int]:
+    """The fewest tokens that together hold at least ``mass`` of ``share`` (larger share first, ties by
+    smaller id): which subset of distinct tokens an attention pattern picks (paper Fig. 5).
+
+    Args:
+        share: ``(L,)`` non-negative attention of the tokens ``tokens`` ``(L,)``.
+        mass: fraction of the total, in ``(0, 1]``.
+    """
+    s = check_array("share", share, ndim=1)
+    ids = np.asarray(tokens, dtype=np.int64)
+    if ids.shape != s.shape:
+        raise ValueError(f"tokens: must have the shape of share {s.shape}; got {ids.shape}")
+    if (s < 0).any() or s.sum() <= 0:
+        raise ValueError("share: must be non-negative with a positive total")
+    if not (0 < mass <= 1):
+        raise ValueError(f"mass: must lie in (0, 1]; got {mass}")
+    order = np.lexsort((ids, -s))
+    cum = np.cumsum(s[order]) / s.sum()
+    k = min(int(np.searchsorted(cum, mass * (1 - 1e-12))) + 1, len(s))
+    return frozenset(int(i) for i in ids[order[:k]])
+
+
+def deviation_at_growth(chi: np.ndarray, deviation: np.ndarray, chi_star: float) -> tuple[float, float]:
+    """Summarize :func:`eqn11_deviation` for one run: the deviation (worst over tokens) at the first snapshot
+    at which ``chi_l0`` reaches ``chi_star`` (nan if it never does), so that runs are compared at the same
+    amount of scanning; and its maximum over the run.
+
+    Args:
+        chi: ``(S,)`` growth factor of the dominant token; deviation: ``(L - 1, S)``; chi_star: ``> 1``.
+    """
+    c, d = check_array("chi", chi, ndim=1), check_array("deviation", deviation, ndim=2)
+    if d.shape[1] != len(c):
+        raise ValueError(f"deviation: must have one column per snapshot ({len(c)}); got shape {d.shape}")
+    if not chi_star > 1:
+        raise ValueError(f"chi_star: must be > 1; got {chi_star}")
+    worst = d.max(axis=0)
+    hit = np.flatnonzero(c >= chi_star)
+    return (float(worst[hit[0]]) if len(hit) else float("nan")), float(worst.max())
+
+
+def band_share(chi: np.ndarray, lower: np.ndarray, upper: np.ndarray, rtol: float = 1e-9) -> float:
+    """Share of entries with ``lower <= chi <= upper`` (Eqn 12's band), each bound relaxed by ``rtol``."""
+    c, lo, hi = check_array("chi", chi), check_array("lower", lower), check_array("upper", upper)
+    if not (c.shape == lo.shape == hi.shape) or c.size == 0:
+        raise ValueError(f"lower: chi, lower and upper must share one non-empty shape; got {c.shape}, {lo.shape}, "
+                         f"{hi.shape}")
+    return float(((c >= lo * (1 - rtol)) & (c <= hi * (1 + rtol))).mean())
+
+
+def modal_set(shares: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> tuple[frozenset[int], float]:
+    """The :func:`top_set` that most runs pick, and the share of runs that pick it (ties: the first seen).
+
+    Args:
+        shares: ``(runs, L)`` attention of the tokens ``tokens`` ``(L,)`` in each run; mass: as in :func:`top_set`.
+    """
+    s = check_array("shares", shares, ndim=2)
+    sets = [top_set(row, tokens, mass) for row in s]
+    picked, count = Counter(sets).most_common(1)[0]
+    return picked, count / len(sets)
