@@ -1,8 +1,10 @@
 """The whole Syn-Medium sweep of Chapter 7 (the paper's Figure 6), batched, against one run per configuration.
 
-Ours: the chapter's own code path, :func:`scansnap.recipes.ch07_syn_medium.run_dataset`, i.e. ONE
-``scansnap.train.train`` call per dataset over all its (eta_Z, eta_Y / eta_Z, seed) configurations
-(float32, closed-form Lemma 1 gradients, one intra-op thread), plus the final entropies.
+Ours: the chapter's own code path, :func:`scansnap.sweep.train_grid` (what
+``scansnap.experiments.ch07_syn_medium.SWEEP`` runs per dataset), i.e. ONE ``scansnap.train.train`` call per
+dataset over all its (eta_Z, eta_Y / eta_Z, seed) configurations (float32, closed-form Lemma 1 gradients,
+one intra-op thread), plus the final entropies. The recall curves the experiment measures after training
+are not timed.
 
 Reference: the reference loop of ``bench_train.py`` (the authors' ``Dataset2`` / ``Model2`` protocol with
 torch autograd and two ``torch.optim.SGD`` optimizers, one configuration per run, float32), imported
@@ -29,16 +31,16 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_train.py is a sibling script
 import bench_train  # noqa: E402
 
-from scansnap import data, experiments  # noqa: E402
-from scansnap.recipes import ch07_syn_medium as ch7  # noqa: E402
+from scansnap import data, sweep  # noqa: E402
+from scansnap.experiments import ch07_syn_medium as ch7  # noqa: E402
 
 
-def sweep_params(quick: bool) -> dict:
+def sweep_params(quick: bool) -> sweep.GridConfig:
     """The paper's sweep (book and paper profiles are the same), or a small one with ``quick``."""
-    params = experiments.defaults("fig-paper-6", "paper")
+    params = ch7.SweepConfig.preset("paper")
     if quick:
-        params = dict(params, num_query=[1, 3], eta_Z=[0.5, 2.0], ratio=[1.0, 5.0], seeds=[1, 2], steps=10)
-    if (params["batch"], params["T"], params["momentum"]) != (bench_train.BATCH, bench_train.T, bench_train.MOMENTUM):
+        params = params.replace(num_query=(1, 3), eta_Z=(0.5, 2.0), ratio=(1.0, 5.0), seeds=(1, 2), steps=10)
+    if (params.batch, params.T, params.momentum) != (bench_train.BATCH, bench_train.T, bench_train.MOMENTUM):
         raise ValueError("params: batch, T and momentum must match bench_train's reference")
     return params
 
@@ -52,11 +54,11 @@ def validate() -> None:
     print(f"  max |(Y, Z) diff| after 5 SGD steps, eta_Y=3, eta_Z=0.5:  {err:.2e}\n")
 
 
-def time_ours(q: int, params: dict) -> float:
+def time_ours(q: int, params: sweep.GridConfig) -> float:
     """Seconds for the chapter's batched run of dataset ``q``, after a one-step warm-up run."""
-    ch7.run_dataset(q, dict(params, steps=1))
+    sweep.train_grid(q, params.replace(steps=1))
     start = time.perf_counter()
-    ch7.run_dataset(q, params)
+    sweep.train_grid(q, params)
     return time.perf_counter() - start
 
 
@@ -72,24 +74,24 @@ def main() -> None:
     start = time.perf_counter()
     bench_train.print_header(torch.get_num_threads(), args.quick)
     validate()
-    C = len(params["eta_Z"]) * len(params["ratio"]) * len(params["seeds"])
-    print(f"Sweep: Syn-Medium q in {params['num_query']}, eta_Z in {params['eta_Z']}, eta_Y/eta_Z in "
-          f"{params['ratio']}, seeds {params['seeds'][0]}..{params['seeds'][-1]}: {C} configurations per dataset, "
-          f"{params['steps']} SGD steps each, batch {params['batch']}, T {params['T']}")
+    C = len(params.eta_Z) * len(params.ratio) * len(params.seeds)
+    print(f"Sweep: Syn-Medium q in {list(params.num_query)}, eta_Z in {list(params.eta_Z)}, eta_Y/eta_Z in "
+          f"{list(params.ratio)}, seeds {params.seeds[0]}..{params.seeds[-1]}: {C} configurations per dataset, "
+          f"{params.steps} SGD steps each, batch {params.batch}, T {params.T}")
     total_ours = total_ref = 0.0
-    for q in params["num_query"]:
+    for q in params.num_query:
         classes = data.syn_medium(q)
         ours = time_ours(q, params)
-        cfg = ch7.configurations(params["eta_Z"], params["ratio"], params["seeds"])
+        cfg = sweep.configurations(params)
         per_config, measured = bench_train.time_reference_sample(
-            classes, (cfg["eta_Y"], cfg["eta_Z"], cfg["seed"]), params["steps"], args.sample)
+            classes, (cfg["eta_Y"], cfg["eta_Z"], cfg["seed"]), params.steps, args.sample)
         ref = per_config * C
         total_ours, total_ref = total_ours + ours, total_ref + ref
         print(f"  q = {q:2d} (M = {classes.M:3d}): ours, one train() call: {ours:7.1f} s   reference: "
               f"{ref:8.1f} s (measured on {measured} configs, {per_config:.2f} s each, extrapolated to {C})   "
               f"ratio {ref / ours:5.1f}x")
-    print(f"\nWhole sweep ({C * len(params['num_query'])} runs): ours {total_ours:.1f} s in "
-          f"{len(params['num_query'])} batched calls; reference one at a time {total_ref:.0f} s "
+    print(f"\nWhole sweep ({C * len(params.num_query)} runs): ours {total_ours:.1f} s in "
+          f"{len(params.num_query)} batched calls; reference one at a time {total_ref:.0f} s "
           f"(extrapolated from {args.sample} configs per dataset); ratio reference/ours {total_ref / total_ours:.1f}x")
     print(f"benchmark wall time (in process, after imports): {time.perf_counter() - start:.0f} s")
 

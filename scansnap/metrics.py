@@ -3,9 +3,11 @@
 :func:`attention_entropy` is the quantity of the paper's Figure 6: for each next token ``n``, the
 attention distribution ``f_n = c_n / 1^T c_n`` (Lemma 2) restricted to the distinct tokens
 ``G_DT(n)`` and renormalized, its entropy (natural log), averaged over ``n``.
-:func:`recall_at_threshold` is the recall-threshold curve of the paper's Figures 11-12 (Appendix G),
-and :func:`recall_reach` summarizes how slowly such a curve descends. :func:`freeze_rate` measures how
-fast an attention pattern still moves (the "snap" of Sec. 6 and the frozen maps of Figure 7).
+:func:`entry_recall_at_threshold` is the recall-threshold curve of the paper's Figures 11-12 (Appendix G),
+which tags the query's softmax value on every position of sampled sequences; :func:`recall_at_threshold`
+tags Lemma 2's ``f_n`` instead (the mass of each token type), and :func:`recall_reach` summarizes how
+slowly such a curve descends. :func:`freeze_rate` measures how fast an attention pattern still moves
+(the "snap" of Sec. 6 and the frozen maps of Figure 7).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from scansnap.data import SequenceClasses
 __all__ = [
     "attention_entropy",
     "distinct_attention",
+    "entry_recall_at_threshold",
     "freeze_rate",
     "recall_at_threshold",
     "recall_reach",
@@ -79,9 +82,10 @@ def token_mass(f: torch.Tensor, classes: SequenceClasses) -> dict[str, torch.Ten
 def recall_at_threshold(
     f: torch.Tensor, classes: SequenceClasses, thresholds: torch.Tensor, renormalize: bool = False
 ) -> torch.Tensor:
-    """Recall of the distinct tokens against an attention threshold (paper Appendix G, Figs. 11-12).
+    """Recall of the distinct tokens against a threshold on ``f_n`` (a variant of Appendix G's recall,
+    which :func:`entry_recall_at_threshold` computes the paper's way, per attention entry).
 
-    Every attention entry ``f_nl`` (the query's softmax attention on token ``l``; Lemma 2's
+    Every entry ``f_nl`` (the attention mass the query puts on token type ``l``; Lemma 2's
     ``c_n / 1^T c_n``) at or above a threshold ``tau`` is re-tagged 1, the others 0; the recall of
     class ``n`` is the fraction of its distinct tokens ``G_DT(n)`` tagged 1, and the result is its
     mean over the classes. A sparser attention keeps a few distinct tokens above ``tau`` up to
@@ -106,6 +110,54 @@ def recall_at_threshold(
     kept = torch.stack([((a >= tau) & mask).sum(dim=-1) for tau in thresholds.tolist()], dim=-1)  # (..., K, S)
     per_class = kept.to(a.dtype) / mask.sum(dim=1, keepdim=True).to(a.dtype)
     return per_class.mean(dim=-2)
+
+
+def entry_recall_at_threshold(
+    f: torch.Tensor, classes: SequenceClasses, counts: torch.Tensor, thresholds: torch.Tensor
+) -> torch.Tensor:
+    """Recall of the distinct tokens per attention entry, the paper's way (Appendix G, Figs. 11-12).
+
+    On a sequence of class ``n`` (query ``m``), the attention entry of a contextual position holding
+    token ``l`` is the query's softmax value ``b = exp(z_ml) / sum_t' exp(z_m x_t')`` over the sequence's
+    positions, i.e. ``w_nl / sum_l' N_l' w_nl'`` with ``N_l`` the count of ``l`` in the sequence and
+    ``w_nl = f_nl / P(l|n)``, which is ``exp(z_ml)`` up to a factor per class (Lemma 2). Every entry
+    with ``b >= tau`` is tagged 1; a sequence's recall is the share of its distinct-token entries
+    (positions holding a token of ``G_DT(n)``) tagged 1; the result is the mean over sequences and classes.
+
+    Args:
+        f: ``(..., K, M)`` attention distributions ``f_n`` (e.g. ``classes.population(Z)``), > 0 on the support.
+        classes: gives ``P(l|n)`` and ``G_DT(n)``.
+        counts: ``(S, K, M)`` token counts of ``S`` sampled sequences per class (each with a distinct token).
+        thresholds: ``(R,)`` thresholds ``tau``.
+
+    Returns:
+        ``(..., R)`` recall in ``[0, 1]``, non-increasing along sorted thresholds.
+    """
+    check_tensor("f", f, shape=(..., classes.K, classes.M), floating=True, low=0.0)
+    check_tensor("counts", counts, shape=(-1, classes.K, classes.M), low=0.0)
+    check_tensor("thresholds", thresholds, shape=(-1,), floating=True)
+    mask = classes.distinct_mask()
+    probs = classes.probs.to(f.dtype)
+    w = torch.where(probs > 0, f / torch.where(probs > 0, probs, 1.0), 0.0)  # exp(z_ml) up to a factor per class
+    N = counts.to(f.dtype)
+    total = torch.einsum("...km,skm->...sk", w, N)  # sum over the sequence's positions of exp(z)
+    if not (total > 0).all():
+        raise ValueError("f: the attention of some sampled sequence is 0 everywhere (need f > 0 on the support)")
+    # distinct tokens of each class, padded to the longest list (padding carries no entries)
+    width = int(mask.sum(dim=1).max())
+    order = torch.sort(mask.to(torch.int8), dim=1, descending=True, stable=True).indices[:, :width]  # (K, width)
+    kept = torch.gather(mask, 1, order)
+    n_entries = torch.gather(N, 2, order.expand(N.shape[0], -1, -1)) * kept  # (S, K, width)
+    per_seq = n_entries.sum(dim=-1, keepdim=True)
+    if not (per_seq > 0).all():
+        raise ValueError("counts: every sampled sequence needs at least one distinct token")
+    b = torch.gather(w, -1, order.expand(*w.shape[:-2], -1, -1))[..., None, :, :] / total[..., None]
+    weight = (n_entries / per_seq / (N.shape[0] * classes.K)).expand_as(b)
+    values, idx = torch.sort(b.flatten(-3), dim=-1)
+    below = torch.cumsum(torch.gather(weight.flatten(-3), -1, idx), -1)
+    below = torch.cat([torch.zeros_like(below[..., :1]), below], dim=-1)  # weight of the entries < values[i]
+    at = torch.searchsorted(values, thresholds.to(values.dtype).expand(*values.shape[:-1], -1).contiguous())
+    return (1.0 - torch.gather(below, -1, at)).clamp(0.0, 1.0)
 
 
 def recall_reach(recall: np.ndarray, thresholds: np.ndarray, level: float) -> np.ndarray:

@@ -255,3 +255,30 @@ def test_freeze_rate_rejects_bad_input() -> None:
         freeze_rate(a, [0, 1, 2], dims=3)
     with pytest.raises(ValueError, match=names("snapshots")):
         freeze_rate(torch.zeros(2, 3, 3), [0, 1])
+
+
+def test_entry_recall_equals_a_count_over_positions() -> None:
+    """The paper's recall (Appendix G): the softmax value on every position of sampled sequences, tagged against
+    each threshold, recomputed here position by position with the query's own softmax."""
+    from scansnap.metrics import entry_recall_at_threshold
+
+    c = syn_medium(1)
+    g = gen(0)
+    Z = 0.5 * torch.randn(3, c.M, c.M, dtype=torch.float64, generator=g)
+    S, T = 4, 20
+    x = torch.multinomial(c.probs.repeat(S, 1), T - 1, replacement=True, generator=g).reshape(S, c.K, T - 1)
+    counts = torch.zeros(S, c.K, c.M, dtype=torch.float64).scatter_add_(2, x, torch.ones_like(x, dtype=torch.float64))
+    taus = torch.linspace(0, 0.3, 31, dtype=torch.float64)
+    got = entry_recall_at_threshold(c.population(Z), c, counts, taus)
+    want = torch.zeros(3, len(taus), dtype=torch.float64)
+    mask = c.distinct_mask()
+    for ci in range(3):
+        for s in range(S):
+            for n in range(c.K):
+                b = torch.softmax(Z[ci, c.query[n], x[s, n]], 0)  # the attention on each position
+                d = mask[n][x[s, n]]
+                want[ci] += ((b[:, None] >= taus) & d[:, None]).sum(0).double() / d.sum() / (S * c.K)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    assert (got[:, 0] == 1).all() and (got.diff(dim=-1) <= 0).all()
+    with pytest.raises(ValueError, match=names("counts")):
+        entry_recall_at_threshold(c.population(Z), c, counts[..., :-1], taus)

@@ -1,0 +1,374 @@
+"""Chapter 7's sweep: Syn-Medium, the sparsity of the attention against both learning rates
+(the paper's Figures 6, 11 and 12; claims C38, C39, C42).
+
+:data:`SWEEP` is the authors' released sweep: ``syn_medium(q)`` for ``q`` in {1, 3, 5, 10}, ``eta_Z`` in
+{0.5, 1, 2, 3}, ``eta_Y / eta_Z`` in {1, 2, 5, 10}, seeds 1-10, with their protocol
+(:class:`scansnap.sweep.GridConfig`). ONE run makes the three figures: each dataset is trained by one
+batched call over all its configurations (:func:`scansnap.sweep.train_grid`), then the entropy of
+Figure 6 and two recall curves per run are measured: the paper's (Appendix G: every attention entry of
+sampled sequences, :func:`scansnap.metrics.entry_recall_at_threshold`) and the book's earlier one on
+``f_n`` (:func:`scansnap.metrics.recall_at_threshold`). :func:`sweep_verdicts` judges C38, C39 and C42 on
+**training-sampled** evidence with the rules of this module; the statistics come from
+:mod:`scansnap.stats`. The finer grid of the chapter is :mod:`scansnap.experiments.ch07_fine_grid`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from scansnap import data, figures, metrics, stats, sweep
+from scansnap._checks import check_int, check_positive
+from scansnap._threads import one_thread
+from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.sweep import GridConfig, GridRun
+from scansnap.verdicts import Rule, Verdict, at_least
+
+CHAPTER = "book/chapters/07-syn-medium"
+LINK = f"{CHAPTER}.html"
+
+
+@dataclass(frozen=True)
+class SweepConfig(GridConfig):
+    """The grid of Figure 6 (:class:`~scansnap.sweep.GridConfig`) plus the recall measurement of Figures 11-12.
+
+    Attributes:
+        thresholds: number of thresholds per recall curve.
+        entry_threshold_max: largest threshold on the per-entry softmax values (the paper's recall).
+        fn_threshold_max: largest threshold on ``f_n`` (the book's recall, kept beside the paper's).
+        eval_sequences: sampled sequences per class for the per-entry recall (the same for every run).
+        eval_seed: torch seed of those sequences.
+    """
+
+    thresholds: int = 101
+    entry_threshold_max: float = 0.1
+    fn_threshold_max: float = 0.5
+    eval_sequences: int = 64
+    eval_seed: int = 0
+    PRESETS = {"smoke": dict(num_query=(1, 3), eta_Z=(0.5, 2.0), ratio=(1.0, 5.0), seeds=(1, 2), steps=10,
+                             batch=32, thresholds=26, eval_sequences=8), "book": {}, "paper": {}}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int("thresholds", self.thresholds, low=2)
+        check_positive("entry_threshold_max", self.entry_threshold_max)
+        check_positive("fn_threshold_max", self.fn_threshold_max)
+        check_int("eval_sequences", self.eval_sequences, low=1)
+        check_int("eval_seed", self.eval_seed, low=0)
+
+    def entry_thresholds(self) -> np.ndarray:
+        """``linspace(0, entry_threshold_max, thresholds)``."""
+        return np.linspace(0.0, self.entry_threshold_max, self.thresholds)
+
+    def fn_thresholds(self) -> np.ndarray:
+        """``linspace(0, fn_threshold_max, thresholds)``."""
+        return np.linspace(0.0, self.fn_threshold_max, self.thresholds)
+
+
+@dataclass(frozen=True)
+class SweepRun(GridRun):
+    """A :class:`~scansnap.sweep.GridRun` with both recall curves of every run.
+
+    Attributes:
+        recall_entry: ``(nZ, nR, nS, R)`` the paper's recall (per attention entry) on ``entry_thresholds``.
+        recall_fn: ``(nZ, nR, nS, R)`` the recall of ``f_n`` on ``fn_thresholds``.
+    """
+
+    recall_entry: np.ndarray
+    recall_fn: np.ndarray
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The sweep of Figures 6, 11 and 12: one :class:`SweepRun` per ``num_query``."""
+
+    config: SweepConfig
+    runs: tuple[SweepRun, ...]
+
+
+def run_sweep(c: SweepConfig, progress: Progress | None = None) -> SweepResult:
+    """Train the sweep (one batched call per dataset), then measure both recall curves of every run."""
+    runs = []
+    for q in c.num_query:
+        run, f = sweep.train_grid(q, c, progress)
+        classes = data.syn_medium(q)
+        with one_thread():
+            counts = sweep.sequence_counts(classes, c.eval_sequences, c.T, c.eval_seed)
+            entry = metrics.entry_recall_at_threshold(f, classes, counts, torch.from_numpy(c.entry_thresholds()))
+            fn = metrics.recall_at_threshold(f, classes, torch.from_numpy(c.fn_thresholds()))
+        runs.append(SweepRun(**vars(run), recall_entry=entry.numpy(), recall_fn=fn.numpy()))
+    return SweepResult(c, tuple(runs))
+
+
+# ------------------------------------------------------------------------------------------------
+# Analysis (statistics from scansnap.stats) and verdicts
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SweepAnalysis:
+    """The numbers behind C38, C39 and C42.
+
+    Attributes:
+        eta_Z_trend: entropy along ``eta_Z`` at each (dataset, ratio) row, direction down (C38).
+        threshold: the ratio of least mean entropy most common over the (dataset, ``eta_Z``) rows.
+        argmin: ``{num_query: (nZ,) ratio of least mean entropy per eta_Z}``.
+        near_threshold: rows whose least entropy is within one grid step of ``threshold``.
+        ratio_trend: entropy along the ratios ``>= threshold`` at each (dataset, ``eta_Z``) row, up (C39).
+        level: recall level of the reach (``1 / |G_DT(n)|``).
+        reach: ``{num_query: (nZ, nR)}`` threshold where the mean per-entry recall curve falls below ``level``.
+        fig12_rows, fig12_rising: (dataset, ratio) rows; those whose reach rises at every ``eta_Z`` step.
+        fig11_rows, fig11_falling: (dataset, ``eta_Z``) rows; those whose reach falls at every ratio step
+            from ``threshold`` on.
+        fig11_falling_all: the same over all ratios (below the threshold Figure 6 also falls).
+        spearman: ``{num_query: rank correlation of reach with minus the mean entropy over the cells}``.
+        spearman_fn: the same for the reach of the book's recall on ``f_n``.
+    """
+
+    eta_Z_trend: stats.TrendSummary
+    threshold: float
+    argmin: dict[int, np.ndarray]
+    near_threshold: int
+    ratio_trend: stats.TrendSummary
+    level: float
+    reach: dict[int, np.ndarray]
+    fig12_rows: int
+    fig12_rising: int
+    fig11_rows: int
+    fig11_falling: int
+    fig11_falling_all: int
+    spearman: dict[int, float]
+    spearman_fn: dict[int, float]
+
+
+def _reach(curves: np.ndarray, taus: np.ndarray, level: float) -> np.ndarray:
+    return metrics.recall_reach(curves.mean(axis=2), taus, level)
+
+
+def _monotone(rows: list[np.ndarray], sign: float) -> int:
+    return sum(bool(len(r) > 1 and (sign * np.diff(r) > 0).all()) for r in rows)
+
+
+def analyze(result: SweepResult) -> SweepAnalysis:
+    """Trend counts, the threshold ratio, and the recall reach of every cell (pure)."""
+    c, ratios = result.config, np.asarray(result.config.ratio)
+    runs = result.runs
+    eta_Z_trend = stats.trend_summary([r.entropy[:, j] for r in runs for j in range(len(ratios))], "down")
+    threshold, at = stats.modal_argmin(np.concatenate([r.entropy.mean(-1) for r in runs]), ratios)
+    step = np.abs(np.searchsorted(ratios, at) - np.searchsorted(ratios, threshold))
+    past = ratios >= threshold
+    ratio_trend = stats.trend_summary([r.entropy[i, past] for r in runs for i in range(len(c.eta_Z))], "up")
+    level = 1.0 / int(data.syn_medium(runs[0].num_query).distinct_mask()[0].sum())
+    reach = {r.num_query: _reach(r.recall_entry, c.entry_thresholds(), level) for r in runs}
+    reach_fn = {r.num_query: _reach(r.recall_fn, c.fn_thresholds(), level) for r in runs}
+    fig12 = [reach[r.num_query][:, j] for r in runs for j in range(len(ratios))]
+    fig11 = [reach[r.num_query][i] for r in runs for i in range(len(c.eta_Z))]
+
+    def rank(x: dict[int, np.ndarray]) -> dict[int, float]:
+        out = {}
+        for r in runs:
+            a, b = x[r.num_query].ravel(), -r.entropy.mean(-1).ravel()
+            ok = np.isfinite(a)
+            out[r.num_query] = stats.spearman(a[ok], b[ok]) if ok.sum() >= 3 else float("nan")
+        return out
+
+    return SweepAnalysis(
+        eta_Z_trend=eta_Z_trend, threshold=threshold,
+        argmin={r.num_query: at[k * len(c.eta_Z):(k + 1) * len(c.eta_Z)] for k, r in enumerate(runs)},
+        near_threshold=int((step <= 1).sum()), ratio_trend=ratio_trend, level=level, reach=reach,
+        fig12_rows=len(fig12), fig12_rising=_monotone(fig12, 1.0), fig11_rows=len(fig11),
+        fig11_falling=_monotone([x[past] for x in fig11], -1.0), fig11_falling_all=_monotone(fig11, -1.0),
+        spearman=rank(reach), spearman_fn=rank(reach_fn))
+
+
+_MONOTONE, _SIGNIFICANT, _EFFECT = (0.9, 0.5), (0.8, 0.5), (0.8, 0.2)
+RULE_C38 = Rule("C38", "training-sampled", (
+    at_least("share_rows", "share of (dataset, eta_Y/eta_Z) rows whose mean entropy falls at every eta_Z step",
+             *_MONOTONE),
+    at_least("share_significant", "share of eta_Z steps whose fall has a paired t <= -2 over seeds", *_SIGNIFICANT),
+    at_least("median_effect", "median fall per eta_Z step over the seed spread (Cohen's d)", *_EFFECT),
+), note="Runs with the same seed are paired (same initialization and batches). A Cohen's d of 0.8 is a large "
+        "effect, 0.2 a small one.")
+RULE_C39 = Rule("C39", "training-sampled", (
+    at_least("share_rows", "share of (dataset, eta_Z) rows whose mean entropy rises at every ratio step from the "
+             "threshold ratio on", *_MONOTONE),
+    at_least("share_significant", "share of those ratio steps whose rise has a paired t >= 2 over seeds",
+             *_SIGNIFICANT),
+    at_least("median_effect", "median rise per ratio step past the threshold over the seed spread (Cohen's d)",
+             *_EFFECT),
+    at_least("share_near_threshold", "share of rows whose least entropy lies within one grid step of the "
+             "threshold ratio", 0.9, 0.5, required=False),
+), note="The threshold ratio is the ratio of least mean entropy most common over the rows (the smallest on a "
+        "tie); it is measured, not given.")
+RULE_C42 = Rule("C42", "training-sampled", (
+    at_least("share_fig12", "share of (dataset, eta_Y/eta_Z) rows whose recall reach rises at every eta_Z step",
+             *_MONOTONE),
+    at_least("share_fig11", "share of (dataset, eta_Z) rows whose recall reach falls at every ratio step from the "
+             "threshold ratio of Figure 6 on", *_MONOTONE),
+    at_least("spearman", "mean over datasets of the rank correlation of the reach with minus the Figure 6 entropy",
+             0.8, 0.5),
+), note="Recall the paper's way: every attention entry (the query's softmax value on a position of a sampled "
+        "sequence) at or above a threshold is tagged 1; the reach is the threshold where the mean recall of the "
+        "distinct-token entries falls below 1/|G_DT(n)|: the longer the tail, the sparser the attention.")
+
+
+def _mean(values: dict[int, float]) -> float:
+    """Mean of the finite values (nan when none is finite)."""
+    v = np.array(list(values.values()), dtype=float)
+    return float(v[np.isfinite(v)].mean()) if np.isfinite(v).any() else float("nan")
+
+
+def sweep_verdicts(result: SweepResult) -> list[Verdict]:
+    """C38, C39 and C42 from the sweep (training-sampled evidence)."""
+    c, a = result.config, analyze(result)
+    protocol = (f"Syn-Medium q in {list(c.num_query)}, eta_Z in {list(c.eta_Z)}, eta_Y/eta_Z in {list(c.ratio)}, "
+                f"seeds {list(c.seeds)}: {c.steps} SGD steps (momentum {c.momentum}), batch {c.batch}, T = {c.T}, "
+                f"{c.init} initialization, {c.dtype}; entropy of f_n over the distinct tokens after the last step")
+    e, r = a.eta_Z_trend, a.ratio_trend
+    v38 = RULE_C38.judge({"share_rows": e.share_rows, "share_significant": e.share_significant,
+                          "median_effect": e.median_effect, "rows": e.rows, "steps": e.steps,
+                          "steps_falling": e.steps_along}, protocol=protocol, link=f"{LINK}#fig-paper-6")
+    argmin = "; ".join(f"q={q}: {np.round(v, 3).tolist()}" for q, v in a.argmin.items())
+    v39 = RULE_C39.judge({"share_rows": r.share_rows, "share_significant": r.share_significant,
+                          "median_effect": r.median_effect, "share_near_threshold": a.near_threshold / r.rows,
+                          "threshold": a.threshold,
+                          "rows": r.rows, "steps": r.steps, "steps_rising": r.steps_along},
+                         protocol=protocol, details=f"ratio of least entropy per eta_Z: {argmin}",
+                         link=f"{LINK}#fig-paper-6")
+    v42 = RULE_C42.judge({"share_fig12": a.fig12_rising / a.fig12_rows, "share_fig11": a.fig11_falling / a.fig11_rows,
+                          "spearman": _mean(a.spearman), "share_fig11_all_ratios": a.fig11_falling_all / a.fig11_rows,
+                          "spearman_recall_fn": _mean(a.spearman_fn)},
+                         protocol=f"{protocol}; recall of the distinct-token entries of {c.eval_sequences} sampled "
+                                  f"sequences per class (T = {c.T}, seed {c.eval_seed}), mean over seeds",
+                         link=f"{LINK}#fig-paper-11")
+    return [v38, v39, v42]
+
+
+# ------------------------------------------------------------------------------------------------
+# Tables and figures
+# ------------------------------------------------------------------------------------------------
+
+
+def _cells(c: GridConfig, runs: tuple[GridRun, ...]):
+    """Every (run, i, j, num_query, eta_Z, ratio) cell, in table order."""
+    for run in runs:
+        for i, z in enumerate(c.eta_Z):
+            for j, r in enumerate(c.ratio):
+                yield run, i, j, run.num_query, z, r
+
+
+def entropy_table(c: GridConfig, runs: tuple[GridRun, ...]) -> dict[str, np.ndarray]:
+    """One row per (``num_query``, ``eta_Z``, ratio): entropy mean and std (ddof 1) over seeds, seeds, the
+    mean entropy at step 0 and the mean final loss."""
+    nS = len(c.seeds)
+    rows = [(q, z, r, z * r, run.entropy[i, j].mean(), run.entropy[i, j].std(ddof=1) if nS > 1 else 0.0, nS,
+             run.entropy_init[i, j].mean(), run.loss[i, j].mean()) for run, i, j, q, z, r in _cells(c, runs)]
+    names = ("num_query", "eta_Z", "ratio", "eta_Y", "entropy_mean", "entropy_std", "seeds", "entropy_init_mean",
+             "loss_final_mean")
+    return {k: np.asarray(v) for k, v in zip(names, zip(*rows, strict=True), strict=True)}
+
+
+def fig6_table(result: SweepResult) -> dict[str, np.ndarray]:
+    """The data of Figure 6 (:func:`entropy_table`)."""
+    return entropy_table(result.config, result.runs)
+
+
+def recall_table(result: SweepResult) -> dict[str, np.ndarray]:
+    """One row per (``num_query``, ``eta_Z``, ratio, threshold): the paper's recall (mean and std over seeds)
+    on its thresholds, and the mean recall of ``f_n`` on its own thresholds."""
+    c = result.config
+    taus, taus_fn, R = c.entry_thresholds(), c.fn_thresholds(), c.thresholds
+    cols: dict[str, list] = {k: [] for k in ("num_query", "eta_Z", "ratio", "eta_Y", "threshold", "recall_mean",
+                                             "recall_std", "threshold_fn", "recall_fn_mean")}
+    for run, i, j, q, z, r in _cells(c, result.runs):
+        e, fn = run.recall_entry[i, j], run.recall_fn[i, j]
+        for key, v in (("num_query", [q] * R), ("eta_Z", [z] * R), ("ratio", [r] * R), ("eta_Y", [z * r] * R),
+                       ("threshold", taus), ("recall_mean", e.mean(0)),
+                       ("recall_std", e.std(0, ddof=1) if e.shape[0] > 1 else np.zeros(R)),
+                       ("threshold_fn", taus_fn), ("recall_fn_mean", fn.mean(0))):
+            cols[key] += list(v)
+    return {k: np.asarray(v) for k, v in cols.items()}
+
+
+def panel_title(q: int) -> str:
+    """``"q = 3 queries: K = 6, M = 79"``."""
+    return f"q = {q} queries: K = {2 * q}, M = {data.syn_medium(q).M}"
+
+
+def plot_fig6(result: SweepResult) -> Figure:
+    """Entropy against ``eta_Y / eta_Z``, one line per ``eta_Z``, one panel per dataset (error bars: std)."""
+    figures.set_style()
+    d, c = fig6_table(result), result.config
+    fig, axes = plt.subplots(1, len(c.num_query), figsize=(3.2 * len(c.num_query), 3.3), sharey=True, squeeze=False)
+    for ax, q in zip(axes[0], c.num_query, strict=True):
+        for k, z in enumerate(c.eta_Z):
+            sel = (d["num_query"] == q) & (d["eta_Z"] == z)
+            ax.errorbar(d["ratio"][sel], d["entropy_mean"][sel], d["entropy_std"][sel], color=f"C{k}", marker="o",
+                        ms=3, capsize=2, label=rf"$\eta_Z = {z:g}$")
+        ax.axvline(1, color="k", ls="--", lw=0.5)
+        ax.set(xscale="log", xlabel=r"$\eta_Y / \eta_Z$", title=panel_title(q))
+        ax.set_xticks(c.ratio, [f"{r:g}" for r in c.ratio])
+        ax.minorticks_off()
+    axes[0, 0].set_ylabel("entropy of $c_n$ over distinct tokens")
+    axes[0, 0].legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def plot_recall(result: SweepResult, vary: str) -> Figure:
+    """The paper's recall curves (mean over seeds): one row of panels per dataset; columns fix the other
+    learning-rate axis; lines vary ``vary`` (``"ratio"``: Figure 11, ``"eta_Z"``: Figure 12)."""
+    figures.set_style()
+    c, d = result.config, recall_table(result)
+    fixed = "ratio" if vary == "eta_Z" else "eta_Z"
+    cols, lines = getattr(c, fixed), getattr(c, vary)
+    fig, axes = plt.subplots(len(c.num_query), len(cols), figsize=(2.6 * len(cols), 2.1 * len(c.num_query)),
+                             sharey=True, squeeze=False)
+    label = {"eta_Z": r"\eta_Z", "ratio": r"\eta_Y / \eta_Z"}
+    colors = plt.get_cmap("viridis")(np.linspace(0.0, 0.85, len(lines)))
+    for a, q in enumerate(c.num_query):
+        in_row = (d["num_query"] == q) & (d["recall_mean"] >= 0.01)  # the row's axis ends where every curve is ~0
+        xmax = min(c.entry_threshold_max, 1.1 * d["threshold"][in_row].max()) if in_row.any() else None
+        for b, v_fixed in enumerate(cols):
+            ax = axes[a, b]
+            for k, v in enumerate(lines):
+                sel = (d["num_query"] == q) & (d[fixed] == v_fixed) & (d[vary] == v)
+                ax.plot(d["threshold"][sel], d["recall_mean"][sel], color=colors[k], lw=1.2,
+                        label=rf"${label[vary]} = {v:g}$")
+            ax.set_xlim(0, xmax)
+            ax.set_title(rf"$q = {q}$, ${label[fixed]} = {v_fixed:g}$", fontsize="small")
+            ax.set_xlabel("threshold" if a == len(c.num_query) - 1 else "")
+            ax.set_ylabel("recall" if b == 0 else "")
+    axes[0, -1].legend(fontsize="x-small")
+    fig.tight_layout()
+    return fig
+
+
+_PROTOCOL_TEXT = ("Syn-Medium (q query tokens, 2 next tokens each, 10 common and 10 distinct tokens per next token), "
+                  "100 SGD steps (momentum 0.9), batch 128, T = 128, uniform initialization")
+_RECALL_TEXT = ("recall of the distinct tokens against a threshold on the attention entries (the query's softmax "
+                "value on each position of sampled sequences, Appendix G), mean over seeds")
+
+SWEEP = Experiment(
+    id="ch7-sweep", chapter=CHAPTER, config=SweepConfig, result=SweepResult, run=run_sweep,
+    verdicts=sweep_verdicts, work=lambda c: len(c.num_query) * c.steps,
+    figures=(
+        FigureSpec(id="fig-paper-6", claims=("C38", "C39"), plot=plot_fig6, table=fig6_table,
+                   caption="Paper Figure 6: entropy of the attention c_n over the distinct tokens (mean over next "
+                           "tokens) after training, against eta_Y / eta_Z, one line per eta_Z; mean and standard "
+                           f"deviation over seeds. {_PROTOCOL_TEXT}."),
+        FigureSpec(id="fig-paper-11", claims=("C42",), plot=lambda r: plot_recall(r, "ratio"), table=recall_table,
+                   caption=f"Paper Figure 11: {_RECALL_TEXT}; lines vary eta_Y / eta_Z at fixed eta_Z (columns). "
+                           f"{_PROTOCOL_TEXT}."),
+        FigureSpec(id="fig-paper-12", claims=("C42",), plot=lambda r: plot_recall(r, "eta_Z"), table=recall_table,
+                   caption=f"Paper Figure 12: {_RECALL_TEXT}; lines vary eta_Z at fixed eta_Y / eta_Z (columns). "
+                           f"{_PROTOCOL_TEXT}."),
+    ),
+)
+
+EXPERIMENTS = [SWEEP]
+RULES = [RULE_C38, RULE_C39, RULE_C42]

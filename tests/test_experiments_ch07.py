@@ -1,0 +1,154 @@
+"""Chapter 7's experiments (smoke profile): the Syn-Medium sweep behind Figures 6, 11 and 12 (one run, three
+figures), its analysis and verdicts, and the finer grid."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests only
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from scansnap import experiments, results  # noqa: E402
+from scansnap.experiments import ch07_fine_grid as fg  # noqa: E402
+from scansnap.experiments import ch07_syn_medium as ch7  # noqa: E402
+from scansnap.verdicts import LEVELS  # noqa: E402
+
+RAMP_ENTROPY = 2.151281720651836  # entropy of linspace(0.1, 1, 10), normalized
+FIGS = ("fig-paper-6", "fig-paper-11", "fig-paper-12")
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sweep")
+
+
+@pytest.fixture(scope="module")
+def made(out: Path) -> experiments.Made:
+    return experiments.make(ch7.SWEEP, profile="smoke", out=out)
+
+
+def test_paper_preset_is_the_authors_sweep() -> None:
+    c = ch7.SweepConfig.preset("paper")
+    assert (c.num_query, c.eta_Z, c.ratio, c.seeds) == ((1, 3, 5, 10), (0.5, 1.0, 2.0, 3.0), (1.0, 2.0, 5.0, 10.0),
+                                                        tuple(range(1, 11)))
+    assert (c.steps, c.batch, c.T, c.momentum, c.init) == (100, 128, 128, 0.9, "uniform")
+    assert ch7.SweepConfig.preset("book") == c
+    fine = fg.FineGridConfig.preset("book")
+    assert len(fine.eta_Z) >= 7 and len(fine.ratio) >= 7
+
+
+def test_one_run_makes_three_figures_deterministically(made, out: Path, tmp_path: Path) -> None:
+    again = experiments.make("fig-paper-11", profile="smoke", out=tmp_path)  # any of its figures names the run
+    assert set(made.figures) == set(FIGS) == set(again.figures)
+    for fig_id in FIGS:
+        name = made.records[fig_id].files["data"]
+        assert name.endswith(".csv")
+        assert (out / "figures" / name).read_bytes() == (tmp_path / "figures" / name).read_bytes()
+    assert (out / "figures/fig-paper-11.csv").read_bytes() == (out / "figures/fig-paper-12.csv").read_bytes()
+    assert experiments.load_result("fig-paper-12", tmp_path).config == made.config
+
+
+def test_result_saves_and_reloads(made, tmp_path: Path) -> None:
+    path = results.save(made.result, tmp_path / "r.npz")
+    back = results.load(ch7.SweepResult, path)
+    assert back.config == made.result.config and isinstance(back.runs[0], ch7.SweepRun)
+    for a, b in zip(back.runs, made.result.runs, strict=True):
+        np.testing.assert_array_equal(a.recall_entry, b.recall_entry)
+        np.testing.assert_array_equal(a.entropy, b.entropy)
+
+
+def test_fig6_table_is_sane(made) -> None:
+    c, d = made.config, ch7.fig6_table(made.result)
+    assert all(len(v) == len(c.num_query) * len(c.eta_Z) * len(c.ratio) for v in d.values())
+    np.testing.assert_allclose(d["eta_Y"], d["eta_Z"] * d["ratio"])
+    assert ((d["entropy_mean"] > 0) & (d["entropy_mean"] < math.log(10))).all() and (d["entropy_std"] >= 0).all()
+    # the uniform initialization is small (|z| <= 1/sqrt(M)): the entropy starts near that of Z = 0
+    assert np.abs(d["entropy_init_mean"] - RAMP_ENTROPY).max() < 0.05
+
+
+def test_recall_curves_start_at_one_and_never_rise(made) -> None:
+    c = made.config
+    for run in made.result.runs:
+        for curves in (run.recall_entry, run.recall_fn):
+            assert curves.shape == (*c.shape, c.thresholds)
+            assert (curves[..., 0] == 1).all() and ((curves >= 0) & (curves <= 1)).all()
+            assert (np.diff(curves, axis=-1) <= 1e-12).all()
+    d = ch7.recall_table(made.result)
+    assert np.unique(d["threshold"]).tolist() == c.entry_thresholds().tolist()
+
+
+def test_verdicts_name_their_claims_and_evidence(made) -> None:
+    verdicts = ch7.SWEEP.verdicts(made.result)
+    assert [v.claim for v in verdicts] == ["C38", "C39", "C42"]
+    assert all(v.evidence == "training-sampled" and v.level in LEVELS and v.protocol for v in verdicts)
+    assert all(c.name in v.numbers for v, rule in zip(verdicts, ch7.RULES, strict=True) for c in rule.criteria)
+
+
+def _fake(entropy: np.ndarray, eta_Z: tuple, ratio: tuple, recall: np.ndarray | None = None) -> ch7.SweepResult:
+    nZ, nR, nS = entropy.shape
+    curves = np.ones((nZ, nR, nS, 101)) if recall is None else recall
+    c = ch7.SweepConfig(num_query=(1,), eta_Z=eta_Z, ratio=ratio, seeds=tuple(range(1, nS + 1)),
+                        thresholds=curves.shape[-1], entry_threshold_max=1.0, fn_threshold_max=1.0)
+    run = ch7.SweepRun(1, entropy, np.zeros_like(entropy), np.zeros_like(entropy), curves, curves)
+    return ch7.SweepResult(c, (run,))
+
+
+def test_analysis_counts_trends_and_finds_the_threshold() -> None:
+    rng = np.random.default_rng(0)
+    z, r = (0.5, 1.0, 2.0), (1.0, 2.0, 5.0, 10.0)
+    # entropy = 2 - 0.1 eta_Z + (log ratio - log 2)^2 / 10 + noise: falls with eta_Z, least at ratio 2
+    base = 2 - 0.1 * np.array(z)[:, None] + (np.log(r)[None, :] - np.log(2)) ** 2 / 10
+    entropy = base[..., None] + 1e-4 * rng.standard_normal((3, 4, 5))
+    a = ch7.analyze(_fake(entropy, z, r))
+    e, t = a.eta_Z_trend, a.ratio_trend
+    assert (e.rows, e.rows_monotone, e.steps, e.steps_significant) == (4, 4, 8, 8)
+    assert a.threshold == 2.0 and a.argmin[1].tolist() == [2.0, 2.0, 2.0] and a.near_threshold == 3
+    assert (t.rows, t.rows_monotone, t.steps, t.steps_along) == (3, 3, 6, 6)
+    entropy[:, 3] = entropy[::-1, 3]  # the entropy now rises with eta_Z at ratio 10
+    assert ch7.analyze(_fake(entropy, z, r)).eta_Z_trend.rows_monotone == 3
+
+
+def test_recall_reach_orders_sharper_attention_first() -> None:
+    """Recall curves built so that the reach grows with eta_Z and falls with the ratio, and the entropy does
+    the opposite: every ordering count is full and the rank correlation is 1."""
+    z, r, taus = (0.5, 2.0), (1.0, 2.0, 5.0), np.linspace(0, 1.0, 101)
+    reach = 0.1 + 0.1 * np.array(z)[:, None] - 0.02 * np.array(r)[None, :]  # (2, 3)
+    recall = np.clip(1 - taus / (2 * reach[..., None]), 0, 1)[:, :, None, :].repeat(2, axis=2)
+    entropy = (2 - reach)[..., None] + np.array([0.0, 1e-3])
+    a = ch7.analyze(_fake(entropy, z, r, recall))
+    assert a.fig12_rising == a.fig12_rows == 3 and a.fig11_falling_all == a.fig11_rows == 2
+    assert a.spearman[1] == pytest.approx(1.0)
+
+
+def test_fine_grid_locates_the_minimum(tmp_path: Path) -> None:
+    made = experiments.make("fig-ch7-fine-grid", profile="smoke", out=tmp_path)
+    c = made.config
+    d = fg.fine_table(made.result)
+    assert sorted(set(d["num_query"])) == list(c.num_query) and np.isfinite(d["entropy_mean"]).all()
+    zs, rs = np.geomspace(0.25, 4, 7), np.geomspace(0.25, 16, 7)
+    cfg = fg.FineGridConfig(num_query=(1,), eta_Z=tuple(zs), ratio=tuple(rs), seeds=(1,))
+
+    def located(grid: np.ndarray) -> fg.MinimumLocation:
+        zero = np.zeros((7, 7, 1))
+        run = fg.GridRun(1, grid[..., None], zero, zero)
+        return fg.locate_minimum(fg.FineGridResult(cfg, (run,)))[0]
+
+    fixed_ratio = (np.log(rs)[None, :] - np.log(2.5)) ** 2 + 0 * zs[:, None]
+    loc = located(fixed_ratio)
+    np.testing.assert_allclose(loc.best_ratio, 2.5, rtol=1e-10)
+    assert loc.slope == pytest.approx(1.0) and loc.interior.all()
+    fixed_eta_Y = (np.log(rs)[None, :] - np.log(2 / zs)[:, None]) ** 2  # minimum at eta_Y = 2: slope 0
+    loc = located(fixed_eta_Y)
+    assert loc.slope == pytest.approx(0.0, abs=1e-9) and loc.interior.sum() >= 3
+    assert not located(np.tile(np.arange(7.0), (7, 1))).interior.any()  # minimum at the edge: not resolved
+
+
+@pytest.mark.parametrize(("field", "value"), [("thresholds", 1), ("entry_threshold_max", 0.0),
+                                              ("eval_sequences", 0), ("ratio", (5.0, 1.0))])
+def test_sweep_config_rejects_bad_values_by_name(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=rf"^{field}\b"):
+        ch7.SweepConfig.preset("smoke").replace(**{field: value})
