@@ -13,17 +13,17 @@ Three pieces, all numpy float64:
   path (:func:`growth_law_attention`). Its entropy (:func:`entropy`) starts at the entropy of
   ``P_l exp(z_l(0))`` (``chi = 1``) and tends to 0 like ``chi^(-1/2) ln(chi) / 2 * sum_l sqrt(a_0 / (a_l - a_0))``
   (:func:`entropy_tail`).
-* **Theorem 4 in parametric form.** Lemma 6 gives the time at which the decoder state is ``h``,
-  ``t(h) = (K / eta_Y) ((exp(M h) - 1) / M + (M - 1) h)`` (:func:`lemma6_time`; its inverse is
-  ``scansnap.theory.decoder.lemma6_h(t / K, M, eta_Y)``), and Eqn 14 the growth-factor bound
-  ``B(h) = b / (4 a) ln(1 + 2 a K M^2 eta_Z h^2 / eta_Y)`` (:func:`eqn14_bound`).
+* **Theorem 4 in parametric form**, from :mod:`scansnap.theory.phase` (Chapter 6, where it is derived and
+  its constants settled): Lemma 6's ``t(h) = (K / eta_Y) ((exp(M h) - 1) / M + (M - 1) h)``
+  (:func:`lemma6_time`) and Eqn 14's ``B(h) = b / (4 a) ln(1 + 2 a K M^2 eta_Z h^2 / eta_Y)``
+  (:func:`eqn14_bound`), re-exported here.
 * **The learning-rate optimum at a fixed horizon** (:func:`horizon_optimum`). At fixed ``t`` and
   ``eta_Z``, ``B`` is largest (the attention sparsest) at ``eta_Y* = (K / t) G(u* / M)`` with
   ``G(h) = (exp(M h) - 1) / M + (M - 1) h`` and ``u* > 0`` the root of
   ``phi(u) = exp(u) (2 - u) + (M - 1) u - 2``; ``eta_Y*`` does not depend on ``eta_Z``.
 
-The constants ``a``, ``b`` of Eqn 13 are not pinned down by the paper (see the reconstruction
-notes); nothing here depends on their values beyond ``a, b > 0``.
+Nothing here depends on the constants ``a``, ``b`` of Eqn 13 beyond ``a, b > 0`` (Chapter 6 derives them:
+``b / a = 1 / (K (1 - S_0))``, :func:`scansnap.theory.phase.eqn13_constants`).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import numpy as np
 from scipy.optimize import brentq
 
 from scansnap._checks import check_int, check_positive
+from scansnap.theory.phase import eqn14_bound, lemma6_time
 
 __all__ = [
     "entropy",
@@ -109,32 +110,6 @@ def entropy_tail(weights: object, chi: object, z0: object | None = None) -> np.n
     if (gaps <= 0).any():
         raise ValueError("weights: the dominant token must be unique (a_l > a_0 for every other token)")
     return 0.5 * np.log(c) / np.sqrt(c) * np.sqrt(a.min() / gaps).sum()
-
-
-def _check_sizes(M: int, K: int, eta_Y: float) -> None:
-    check_int("M", M, low=2)
-    check_int("K", K, low=1)
-    check_positive("eta_Y", eta_Y)
-
-
-def lemma6_time(h: object, M: int, K: int, eta_Y: float) -> np.ndarray:
-    """Lemma 6: the step ``t = (K / eta_Y) ((exp(M h) - 1) / M + (M - 1) h)`` at decoder state ``h >= 0``."""
-    _check_sizes(M, K, eta_Y)
-    hh = _finite("h", h)
-    if (hh < 0).any():
-        raise ValueError("h: must be >= 0")
-    return K / eta_Y * (np.expm1(M * hh) / M + (M - 1) * hh)
-
-
-def eqn14_bound(h: object, M: int, K: int, eta_Y: float, eta_Z: float, a: float = 1.0, b: float = 1.0) -> np.ndarray:
-    """Eqn 14: ``B(h) = b / (4 a) ln(1 + 2 a K M^2 eta_Z h^2 / eta_Y)`` at decoder state ``h >= 0``."""
-    _check_sizes(M, K, eta_Y)
-    for name, v in (("eta_Z", eta_Z), ("a", a), ("b", b)):
-        check_positive(name, v)
-    hh = _finite("h", h)
-    if (hh < 0).any():
-        raise ValueError("h: must be >= 0")
-    return b / (4 * a) * np.log1p(2 * a * K * M**2 * eta_Z * hh**2 / eta_Y)
 
 
 def optimum_root(M: int) -> float:
