@@ -17,7 +17,7 @@ from scansnap import wikitext
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wikitext-2"
 needs_data = pytest.mark.skipif(not (DATA / "valid.txt").is_file(),
-                                reason=f"WikiText-2 is not at {DATA} (../shared/data/wikitext-2 next to the repository)")
+                                reason=f"WikiText-2 is not at {DATA} (../shared/data/wikitext-2 beside the repo)")
 FAKE = b" = Title = \n\n the cat sat on the mat . \n a dog <unk> . \n"
 
 
@@ -78,7 +78,7 @@ def test_bad_file_raises_value_error_with_both_digests(fake: Path, damage: str) 
 
 
 def test_vocabulary_order_cap_and_unk() -> None:
-    words = "b a b c <unk> b a d <eos>".split()
+    words = ["b", "a", "b", "c", "<unk>", "b", "a", "d", "<eos>"]
     v = wikitext.Vocabulary.build(words)
     assert v.words == ("b", "a", "c", "<unk>", "d", "<eos>") and v.unk == "<unk>"
     capped = wikitext.Vocabulary.build(words, cap=4)
