@@ -1,0 +1,132 @@
+"""Training speed of Chapter 8's language model against torch's own ``nn.TransformerEncoder`` of the same size.
+
+Ours: :class:`scansnap.lm.TransformerLM` and :func:`scansnap.lm.sgd_step` (the chapter's code path: SDPA
+attention while training, maps only at checkpoints). Reference: :func:`scansnap.lm.reference`, the same
+embedding, positional encoding and decoder around ``torch.nn.TransformerEncoder`` layers holding the same
+weights; both train with the same SGD step (no momentum, clip 0.5) on the same batches (batch 20 x bptt 35).
+
+Before timing, the two are checked to compute the same logits (float64, dropout off). Timing is done
+inside this process (torch's import is not counted), in alternating blocks of steps, so that a busy
+machine slows both alike; the printout gives tokens per second, the ratio, the share of a step spent in
+the vocabulary decoder (linear layer + cross-entropy, forward and backward), the thread counts tried,
+and bf16 autocast (its speed, and whether its losses agree with float32).
+
+Usage: ``python benchmarks/bench_lm.py [--vocab V] [--layers 1 3] [--steps N] [--blocks N] [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F  # noqa: N812
+
+from scansnap import lm
+
+BATCH, BPTT = 20, 35
+
+
+def batches(vocab: int, n: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randint(0, vocab, (n, BATCH, BPTT + 1), generator=gen)
+    return [(b[:, :-1], b[:, 1:]) for b in x]
+
+
+def make(vocab: int, layers: int) -> tuple[lm.TransformerLM, torch.nn.Module]:
+    torch.manual_seed(0)
+    ours = lm.TransformerLM(vocab, layers=layers, max_len=BPTT)
+    torch.manual_seed(0)
+    ref = lm.reference(lm.TransformerLM(vocab, layers=layers, max_len=BPTT))
+    return ours, ref
+
+
+def check_same(vocab: int, layers: int) -> float:
+    ours, ref = make(vocab, layers)
+    ours, ref = ours.double().eval(), ref.double().eval()
+    x, _ = batches(vocab, 1)[0]
+    with torch.no_grad():
+        return (ours(x)[0] - ref(x)[0]).abs().max().item()
+
+
+def time_block(model: torch.nn.Module, data: list, bf16: bool = False) -> float:
+    start = time.perf_counter()
+    for x, y in data:
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            lm.sgd_step(model, x, y, lr=1.0)
+    return time.perf_counter() - start
+
+
+def tokens_per_s(vocab: int, layers: int, steps: int, blocks: int) -> tuple[float, float]:
+    """Median tokens/s of ours and of the reference over alternating blocks (after a warm-up block)."""
+    ours, ref = make(vocab, layers)
+    data = batches(vocab, steps)
+    time_block(ours, data[:2]), time_block(ref, data[:2])
+    t_ours, t_ref = [], []
+    for _ in range(blocks):
+        t_ours.append(time_block(ours, data))
+        t_ref.append(time_block(ref, data))
+    tokens = steps * BATCH * BPTT
+    return tokens / statistics.median(t_ours), tokens / statistics.median(t_ref)
+
+
+def decoder_share(vocab: int, layers: int, steps: int) -> float:
+    """Time of the decoder's forward + backward (with the loss) over the time of a whole step."""
+    ours, _ = make(vocab, layers)
+    data = batches(vocab, steps)
+    h = torch.randn(BATCH, BPTT, ours.d)
+    step = time_block(ours, data) / steps
+    start = time.perf_counter()
+    for _, y in data:
+        hidden = h.clone().requires_grad_()
+        loss = F.cross_entropy(ours.decoder(hidden).reshape(-1, vocab), y.reshape(-1))
+        loss.backward()
+    return (time.perf_counter() - start) / steps / step
+
+
+def bf16_check(vocab: int, steps: int) -> tuple[float, float]:
+    """(speed-up of bf16 autocast, max relative difference of its training losses from float32)."""
+    data = batches(vocab, steps)
+    a, _ = make(vocab, 1)
+    b, _ = make(vocab, 1)
+    t32 = time_block(a, data)
+    t16 = time_block(b, data, bf16=True)
+    la = [lm.sgd_step(a, x, y, lr=1.0) for x, y in data]
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        lb = [lm.sgd_step(b, x, y, lr=1.0) for x, y in data]
+    return t32 / t16, max(abs(p - q) / p for p, q in zip(la, lb, strict=True))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--vocab", type=int, default=2000, help="vocabulary (2000: the book profile's cap)")
+    parser.add_argument("--layers", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
+    parser.add_argument("--blocks", type=int, default=3, help="alternating timed blocks per model")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run of this script)")
+    args = parser.parse_args()
+    if args.quick:
+        args.vocab, args.layers, args.steps, args.blocks = 200, [1], 2, 1
+    torch.set_num_threads(1)
+    print(f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}; batch {BATCH} x bptt {BPTT}, "
+          f"d 200, vocabulary {args.vocab}; timed inside the process, median of {args.blocks} blocks of "
+          f"{args.steps} steps")
+    for layers in args.layers:
+        print(f"\n{layers} layer(s): max |logits ours - torch.nn.TransformerEncoder| (float64) "
+              f"{check_same(args.vocab, layers):.1e}")
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            ours, ref = tokens_per_s(args.vocab, layers, args.steps, args.blocks)
+            print(f"  {threads} thread(s): ours {ours:8.0f} tokens/s, torch.nn.TransformerEncoder {ref:8.0f} "
+                  f"tokens/s, ratio ours/torch {ours / ref:.2f}")
+        torch.set_num_threads(1)
+        share = decoder_share(args.vocab, layers, args.steps)
+        print(f"  share of a step in the vocabulary decoder (1 thread): {share:.0%}")
+    speed, diff = bf16_check(args.vocab, args.steps)
+    print(f"\nbf16 autocast, 1 layer, 1 thread: speed-up {speed:.2f}x; max relative loss difference from float32 "
+          f"over {args.steps} steps {diff:.1e}. Kept: float32 and 1 thread unless both columns above say otherwise.")
+
+
+if __name__ == "__main__":
+    main()
