@@ -82,7 +82,7 @@ def run_fig3(config: Fig3Config, progress: Progress | None = None) -> Fig3Result
             progress(1)
     B, single, exact = np.array(B), np.array(single), np.array(exact)
     t0 = np.array([theory.decoder.transition_time(fam.M, fam.K, eY) for eY in c.eta_Y])
-    snaps = [theory.snap_time(t, 2 * x.T) for x in (B, single, exact)]
+    snaps = [theory.snap_time(t, x.T, ab) for x, ab in ((B, k.a / k.b), (single, 1.0), (exact, k.a / k.b))]
     return Fig3Result(c, t, B, single, exact, t0, *snaps, k.a, k.b, fam.M)
 
 
@@ -127,7 +127,8 @@ def plot_fig3(r: Fig3Result) -> Figure:
 def fig3_verdicts(r: Fig3Result) -> list[Verdict]:
     """C25, C26, C27, C29 on derivation evidence (Eqn 14 with the derived constants)."""
     c = r.config
-    m = theory.measure_growth(r.t, 2 * r.B.T, r.B.T, np.array(c.eta_Y), np.full(len(c.eta_Y), c.eta_Z), r.M, c.K)
+    m = theory.measure_growth(r.t, 2 * r.B.T, r.B.T, np.array(c.eta_Y), np.full(len(c.eta_Y), c.eta_Z), r.M, c.K,
+                              a_over_b=r.a / r.b)
     numbers = phase_numbers(m, len(c.eta_Y), 1, r.b / r.a)
     protocol = (f"Eqn 14 with a, b matched to Eqn 10 (a = {r.a:.4g}, b = {r.b:.4g}) in Theorem 4's family: K = {c.K}, "
                 f"{c.num_distinct} distinct tokens, S0 = {c.S0}, M = {r.M}; eta_Z = {c.eta_Z}, eta_Y in "
@@ -232,7 +233,7 @@ def plot_fig9(r: Fig9Result) -> Figure:
 def fig9_verdicts(r: Fig9Result) -> list[Verdict]:
     """C28, C30, C31 on derivation evidence."""
     c = r.config
-    m = theory.measure_growth(r.t, 2 * r.B.T, r.B.T, r.eta_Y, r.eta_Z, r.M, c.K)
+    m = theory.measure_growth(r.t, 2 * r.B.T, r.B.T, r.eta_Y, r.eta_Z, r.M, c.K, a_over_b=r.a / r.b)
     exact_t0 = [theory.eqn14_at(t0, r.M, c.K, y, z, r.a, r.b) for t0, y, z in zip(r.t0, r.eta_Y, r.eta_Z, strict=True)]
     m = dataclasses.replace(m, B_t0=np.array(exact_t0, dtype=float))  # Eqn 14 at t0 itself, not interpolated
     protocol = (f"Eqn 14 with a, b matched to Eqn 10 in Theorem 4's family (K = {c.K}, {c.num_distinct} distinct "

@@ -43,7 +43,8 @@ def phase_rule(claim: str, evidence: str) -> Rule:
                     if evidence in _EXACT else 0.05, 1e-3 if evidence in _EXACT else 0.5, required=False),
         ), note="chi is Eqn 12's bound exp(2 B_n) for Eqn 14, the dominant distinct token's growth factor otherwise.")
     if claim == "C26":
-        crit = [at_most("late_exponent", "largest local exponent of ln chi at the horizon (t^2 start: 2)", 0.15, 0.4),
+        crit = [at_most("late_exponent", "largest local exponent of ln chi at the horizon (2 at the t^2 start; "
+                        "a power law t^p keeps it at 2, ln ln t growth gives about 2 / ln t)", 0.25, 0.5),
                 at_least("decade_gain", "smallest share of B_n gained in the last decade of steps (still moving)",
                          0.01, 0.001)]
         if evidence.startswith("training"):
@@ -54,8 +55,8 @@ def phase_rule(claim: str, evidence: str) -> Rule:
         return Rule(claim, evidence, (
             at_most("slope_deviation", "|slope of ln t_snap against ln eta_Y (one intercept per eta_Z) + 1|", 0.2, 0.4),
             at_least("earlier_share", f"{share[0]} (larger eta_Y: earlier snap)", share[1], share[2]),
-        ), note="t_snap: the first step after the peak of d ln chi / d ln t at which it has fallen to half its peak "
-            "(theory.snap_time).")
+        ), note="t_snap: where the local exponent of the decoder clock read off B_n through Eqn 14's inverse falls "
+            "to 1, half its t^2 start (theory.snap_time).")
     if claim == "C31":
         exact = evidence in _EXACT
         return Rule(claim, evidence, (

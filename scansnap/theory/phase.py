@@ -43,6 +43,7 @@ from scansnap.theory.fates import corollary2_beta
 __all__ = [
     "Eqn13Constants",
     "SymmetricRun",
+    "cross_coefficient",
     "eqn13_constants",
     "eqn13_logit",
     "eqn14_at",
@@ -275,12 +276,35 @@ def integrate_symmetric(
 
 
 def snap_time_limit(M: int, K: int, eta_Y: float) -> float:
-    """The transition time of :func:`scansnap.theory.snap_time` when ``4 a eta_Z Gamma >> 1`` already in the
-    scanning phase: ``d ln chi-bar / d ln t = (b / 2a) gamma t / Gamma`` then falls from ``b / a`` to half of it
-    where ``gamma t = Gamma``, i.e. at ``(K / eta_Y) G(u* / M)`` with ``G(h) = (exp(M h) - 1) / M + (M - 1) h`` and
-    ``u*`` the positive root of ``exp(u)(2 - u) + (M - 1) u - 2`` (``scansnap.theory.snapping.optimum_root``, the
-    root of Chapter 7's horizon optimum). Exactly proportional to ``1 / eta_Y``."""
+    """Eqn 14's transition time as :func:`scansnap.theory.snap_time` measures it: the decoder clock's exponent
+    ``gamma t / Gamma`` falls from 2 to 1 where ``gamma t = Gamma``, i.e. at ``(K / eta_Y) G(u* / M)`` with
+    ``G(h) = (exp(M h) - 1) / M + (M - 1) h`` and ``u*`` the positive root of ``exp(u)(2 - u) + (M - 1) u - 2``
+    (``scansnap.theory.snapping.optimum_root``, the root of Chapter 7's horizon optimum). Exactly proportional to
+    ``1 / eta_Y``; ``u*`` is close to ``ln M``, so this is close to ``t0 = K ln M / eta_Y``."""
     from scansnap.theory.snapping import optimum_root
 
     _check_sizes(M, K, eta_Y)
     return float(lemma6_time(optimum_root(M) / M, M, K, eta_Y))
+
+
+def cross_coefficient(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor, t: float,
+                      eta_Y: float) -> tuple[float, float]:
+    """Theorem 1's cross-class coefficient ``gamma beta_{01}`` of a model's decoder against the theorem's.
+
+    The measured one comes from the least-squares coefficients of ``g_0 = Y (e_0 - alpha_0)`` on the
+    ``f~_n`` (``scansnap.theory.span_coefficients``); the theorem's is ``gamma(t) beta_{01}(E)`` with ``gamma`` of
+    Lemma 6 at step ``t`` and ``beta`` from the current overlaps (exact for Lemma 3's modified decoder).
+
+    Args:
+        classes: the family; Y, Z: ``(M, M)`` a model's parameters; t: its step (> 0); eta_Y: its decoder rate.
+
+    Returns:
+        ``(measured, theorem)``.
+    """
+    from scansnap.theory.fates import class_gradients, span_coefficients, unit_scores
+
+    check_positive("t", t)
+    ft = unit_scores(classes, Z.detach().to(torch.float64))
+    A, _ = span_coefficients(ft, class_gradients(classes, Y.detach().to(torch.float64), Z.detach()))
+    _, beta = decoder.theorem1_coefficients(decoder.gram(ft.numpy().T), classes.M)
+    return -float(A[0, 1]), float(decoder.gamma(t, classes.M, classes.K, eta_Y)) * float(beta[0, 1])

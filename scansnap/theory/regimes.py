@@ -63,34 +63,37 @@ def local_exponent(t: object, y: object) -> np.ndarray:
     return np.gradient(np.log(yy), np.log(times), axis=0)
 
 
-def snap_time(t: object, log_chi: object) -> np.ndarray:
-    """The measured transition: the first step after the peak of the growth factor's local exponent
-    ``d ln chi / d ln t`` at which it has fallen to half that peak (interpolated in ``ln t``; ``nan`` if it never
-    does). Scanning keeps the exponent near its peak (``b / a`` when ``4 a eta_Z Gamma >> 1``); snapping drives it
-    to 0. In both limits of Eqn 14 (``4 a eta_Z Gamma`` large or small at ``t0``) this time is exactly
-    proportional to ``K / eta_Y``.
+def snap_time(t: object, B: object, a_over_b: float = 0.0) -> np.ndarray:
+    """The measured transition: the first step after which the decoder clock's local exponent
+    ``q = d ln X / d ln t`` has fallen below 1, half its start value 2, with ``X = exp(4 (a/b) B) - 1`` read off a
+    growth curve ``B_n`` through Eqn 14's own inverse (``X = 4 a eta_Z Gamma``, so ``q = gamma t / Gamma``);
+    interpolated in ``ln t``, ``nan`` if it never falls. ``a_over_b = 0`` takes ``X = B`` (the limit
+    ``4 a eta_Z Gamma << 1``). On Eqn 14 this is :func:`scansnap.theory.snap_time_limit`, exactly ``K / eta_Y`` times
+    a function of ``M``, whatever the coupling.
 
     Args:
-        t: ``(S,)`` increasing, > 0; log_chi: ``(S, ...)`` ``ln chi`` (or ``2 B_n``).
+        t: ``(S,)`` increasing, > 0; B: ``(S, ...)`` > 0; a_over_b: Eqn 13's ``a / b`` (>= 0).
 
     Returns:
         ``(...)``.
     """
-    times, y = check_array("t", t, ndim=1), check_array("log_chi", log_chi)
-    if len(times) < 3 or times[0] <= 0 or not (np.diff(times) > 0).all() or y.shape[0] != len(times):
-        raise ValueError(f"log_chi: need one row per time of an increasing t > 0 (>= 3 samples); got {y.shape}")
-    p = np.gradient(y, np.log(times), axis=0)
+    times, y = check_array("t", t, ndim=1), check_array("B", B)
+    if not a_over_b >= 0:
+        raise ValueError(f"a_over_b: must be >= 0; got {a_over_b}")
+    if len(times) < 3 or times[0] <= 0 or not (np.diff(times) > 0).all() or y.shape[0] != len(times) or (y <= 0).any():
+        raise ValueError(f"B: need one row > 0 per time of an increasing t > 0 (>= 3 samples); got {y.shape}")
+    X = np.expm1(4 * a_over_b * y) if a_over_b > 0 else y
+    p = np.gradient(np.log(X), np.log(times), axis=0)
     flat = p.reshape(len(times), -1)
     out = np.full(flat.shape[1], np.nan)
     for j in range(flat.shape[1]):
         col = flat[:, j]
         top = int(np.argmax(col))
-        level = col[top] / 2
-        below = np.flatnonzero(col[top:] < level)
-        if len(below) and col[top] > 0:
+        below = np.flatnonzero(col[top:] < 1.0)
+        if len(below) and col[top] >= 1.0:
             i = top + int(below[0])
             x0, x1, y0, y1 = math.log(times[i - 1]), math.log(times[i]), col[i - 1], col[i]
-            out[j] = math.exp(x0 + (y0 - level) / (y0 - y1) * (x1 - x0))
+            out[j] = math.exp(x0 + (y0 - 1.0) / (y0 - y1) * (x1 - x0))
     return out.reshape(p.shape[1:])
 
 
@@ -165,7 +168,7 @@ class GrowthMeasures:
     """The regime numbers of growth curves on a grid (each ``(C,)`` unless stated).
 
     Attributes:
-        snap: :func:`snap_time` of ``ln chi``; slope, slope_se: :func:`transition_slope` of ``snap``
+        snap: :func:`snap_time` of ``B``; slope, slope_se: :func:`transition_slope` of ``snap``
             (``nan`` if a snap time is missing).
         early_exponent: local exponent of ``ln chi`` at ``t_early`` (2 for a ``t^2`` start; ``nan`` where
             ``t_early > 0.2 t0``, no longer the start).
@@ -188,22 +191,23 @@ class GrowthMeasures:
 
 
 def measure_growth(t: object, log_chi: object, B: object, eta_Y: object, eta_Z: object, M: int, K: int,
-                   t_early: float | None = None) -> GrowthMeasures:
+                   t_early: float | None = None, a_over_b: float = 0.0) -> GrowthMeasures:
     """:class:`GrowthMeasures` of ``ln chi`` and ``B`` ``(S, C)`` sampled at steps ``t`` ``(S,)`` (only the samples
-    from the first one with every ``ln chi > 0`` and ``B > 0`` on are used), for configurations with rates
-    ``eta_Y``, ``eta_Z`` ``(C,)`` and ``t0 = K ln M / eta_Y``; the start's exponent is read at ``t_early``
-    (default: the first sample used)."""
+    after the last one with some ``ln chi <= 0`` or ``B <= 0`` are used: sampling noise can make them dip),
+    for configurations with rates ``eta_Y``, ``eta_Z`` ``(C,)`` and ``t0 = K ln M / eta_Y``; the start's exponent
+    is read at ``t_early`` (default: the first sample used); ``a_over_b`` goes to :func:`snap_time`."""
     times = check_array("t", t, ndim=1)
     lc, b = check_array("log_chi", log_chi, ndim=2), check_array("B", B, ndim=2)
     eY, eZ = check_array("eta_Y", eta_Y, ndim=1), check_array("eta_Z", eta_Z, ndim=1)
     if lc.shape != b.shape or lc.shape != (len(times), len(eY)) or eZ.shape != eY.shape:
         raise ValueError(f"B: log_chi and B must be (S, C) = ({len(times)}, {len(eY)}); got {lc.shape}, {b.shape}")
-    ok = np.flatnonzero(((lc > 0) & (b > 0)).all(axis=1) & (times > 0))
-    if len(ok) < 3 or not ((lc[ok[0]:] > 0) & (b[ok[0]:] > 0)).all():
-        raise ValueError("log_chi: growth curves must become and stay > 0 for at least 3 samples")
-    tt, lc, b = times[ok[0]:], lc[ok[0]:], b[ok[0]:]
+    bad = np.flatnonzero(~(((lc > 0) & (b > 0)).all(axis=1) & (times > 0)))
+    first = int(bad[-1]) + 1 if len(bad) else 0  # from the last sample with a curve <= 0 on
+    if len(times) - first < 3:
+        raise ValueError("log_chi: growth curves must end with at least 3 samples > 0")
+    tt, lc, b = times[first:], lc[first:], b[first:]
     t0 = K * math.log(check_int("M", M, low=2)) / eY
-    snap = snap_time(tt, lc)
+    snap = snap_time(tt, b, a_over_b)
     slope, se = transition_slope(eY, eZ, snap) if np.isfinite(snap).all() else (math.nan, math.nan)
     p = local_exponent(tt, lc)
     start = tt[0] if t_early is None else max(check_positive("t_early", t_early), tt[0])
