@@ -10,25 +10,65 @@ Arrays are numpy float64.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from scansnap._checks import check_array, check_int
-from scansnap.theory.scanning import growth_factor, relative_gain
+from scansnap._checks import check_array, check_fraction, check_int, check_positive
+from scansnap.data import SequenceClasses
+from scansnap.theory.decoder import gamma, gram, xi
+from scansnap.theory.scanning import dominant_token_bounds, growth_bound, growth_factor, relative_gain
 
-__all__ = ["band_share", "deviation_at_growth", "drop_steps", "eqn11_deviation", "modal_set", "top_set"]
+__all__ = [
+    "Theorem3Check",
+    "band_share",
+    "deviation_at_growth",
+    "drop_steps",
+    "eqn11_deviation",
+    "measured_rate",
+    "modal_set",
+    "support_logits",
+    "theorem3_check",
+    "top_set",
+]
+
+
+def support_logits(f: np.ndarray, probs: np.ndarray) -> np.ndarray:
+    """The logits ``z_ml`` ``(S, M)`` of one class read back from its attention snapshots ``f`` ``(S, M)``.
+
+    On ``supp(n)``, ``z_ml = log(f_nl / P(l|n)) + const``, and the constant is fixed by the invariant of
+    gradient training (Lemma 1): when class ``n`` is the only class of its query ``m`` (as in Syn-Small),
+    every update of row ``m`` sums to 0 over ``supp(n)``, so from ``Z(0) = 0`` the logits on ``supp(n)``
+    sum to 0 at every step (SGD with or without momentum; not Adam). Entries off the support are 0.
+    """
+    fn, p = check_array("f", f, ndim=2), check_array("probs", probs, ndim=1)
+    if fn.shape[1] != len(p):
+        raise ValueError(f"f: must be (S, {len(p)}) like probs; got {fn.shape}")
+    support = p > 0
+    if (fn[:, support] <= 0).any():
+        raise ValueError("f: must be positive on the support of probs")
+    z = np.zeros_like(fn)
+    z[:, support] = np.log(fn[:, support] / p[support])
+    z[:, support] -= z[:, support].mean(axis=1, keepdims=True)  # the gauge: logits on supp(n) sum to 0
+    return z
+
+
+def _distinct(probs: np.ndarray, distinct: np.ndarray, M: int) -> np.ndarray:
+    mask = np.asarray(distinct)
+    if mask.shape != (M,) or mask.dtype != bool or len(probs) != M:
+        raise ValueError(f"distinct: f (S, M), probs (M,) and distinct (M,) bool must agree; got M = {M}, "
+                         f"{np.shape(probs)}, {mask.dtype} {mask.shape}")
+    if not (mask <= (np.asarray(probs) > 0)).all() or mask.sum() < 2:
+        raise ValueError("distinct: must mark at least 2 tokens of the support of probs")
+    return np.flatnonzero(mask)
 
 
 def eqn11_deviation(
     f: np.ndarray, probs: np.ndarray, distinct: np.ndarray, l0: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """How far trained attention is from Eqn 11: ``|r_{l0/l|n}(t) / (r_{l0/l|n}(0) chi_l0(t)) - 1|``.
-
-    The logits are read back from the attention: on ``supp(n)``, ``z_ml = log(f_nl / P(l|n)) + const``,
-    and the constant is fixed by the invariant of gradient training (Lemma 1): when class ``n`` is the
-    only class of its query ``m`` (as in Syn-Small), every update of row ``m`` sums to 0 over
-    ``supp(n)``, so from ``Z(0) = 0`` the logits on ``supp(n)`` sum to 0 at every step (SGD with or
-    without momentum; not Adam).
+    """How far trained attention is from Eqn 11: ``|r_{l0/l|n}(t) / (r_{l0/l|n}(0) chi_l0(t)) - 1|``, with the
+    logits read back by :func:`support_logits` (from ``Z(0) = 0``, class ``n`` alone on its query).
 
     Args:
         f: ``(S, M)`` attention snapshots ``f_n = c_n / 1^T c_n`` of one class (row 0 the start),
@@ -41,25 +81,31 @@ def eqn11_deviation(
         increasing id order).
     """
     fn, p = check_array("f", f, ndim=2), check_array("probs", probs, ndim=1)
-    mask = np.asarray(distinct)
-    if fn.shape[1] != len(p) or mask.shape != p.shape or mask.dtype != bool:
-        raise ValueError(f"distinct: f (S, M), probs (M,) and distinct (M,) bool must agree; got {fn.shape}, "
-                         f"{p.shape}, {mask.dtype} {mask.shape}")
-    support = p > 0
-    if not (mask <= support).all() or mask.sum() < 2:
-        raise ValueError("distinct: must mark at least 2 tokens of the support of probs")
-    if (fn[:, support] <= 0).any():
-        raise ValueError("f: must be positive on the support of probs")
-    D = np.flatnonzero(mask)
+    D = _distinct(p, distinct, fn.shape[1])
+    z = support_logits(fn, p)
     l0 = int(D[np.argmax(p[D])]) if l0 is None else check_int("l0", l0, low=0, high=len(p) - 1)
     if l0 not in D:
         raise ValueError(f"l0: must be one of the distinct tokens {D.tolist()}; got {l0}")
-    z = np.log(fn[:, support] / p[support])
-    z -= z.mean(axis=1, keepdims=True)  # the gauge: logits on supp(n) sum to 0
-    col = {int(l): i for i, l in enumerate(np.flatnonzero(support))}
-    chi = growth_factor(z[:, col[l0]], z[0, col[l0]])
+    chi = growth_factor(z[:, l0], z[0, l0])
     r = np.stack([relative_gain(fn, l0, int(l)) for l in D if l != l0])  # (L - 1, S)
     return chi, np.abs(r / (r[:, :1] * chi) - 1.0)
+
+
+def measured_rate(f: np.ndarray, probs: np.ndarray, distinct: np.ndarray) -> np.ndarray:
+    """The rate ``A_n`` at which one class's distinct logits actually moved, per step: the least-squares fit of
+    ``dz_l = A_n f~_nl^2`` over the distinct tokens (Theorem 2(a)'s form), ``f~`` at the start of the step.
+
+    Args:
+        f, probs, distinct: as in :func:`eqn11_deviation` (snapshots one step apart).
+
+    Returns:
+        ``(S - 1,)``; its cumulative sum is the ``B_n`` of the run's own motion.
+    """
+    fn, p = check_array("f", f, ndim=2), check_array("probs", probs, ndim=1)
+    D = _distinct(p, distinct, fn.shape[1])
+    dz = np.diff(support_logits(fn, p)[:, D], axis=0)
+    q = (fn / np.linalg.norm(fn, axis=1, keepdims=True))[:-1, D] ** 2
+    return (dz * q).sum(1) / (q * q).sum(1)
 
 
 def drop_steps(share: np.ndarray, tau: float) -> np.ndarray:
@@ -141,3 +187,61 @@ def modal_set(shares: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> tupl
     sets = [top_set(row, tokens, mass) for row in s]
     picked, count = Counter(sets).most_common(1)[0]
     return picked, count / len(sets)
+
+
+@dataclass(frozen=True)
+class Theorem3Check:
+    """One training run measured against Theorem 3 for one class (:func:`theorem3_check`).
+
+    Attributes:
+        deviation_at_star, deviation_max: :func:`deviation_at_growth` of the Eqn-11 deviation.
+        band_share_measured: share of snapshots after the first at which ``chi_l0`` lies in Eqn 12's band with
+            ``B_n`` the integral of the run's own rate (:func:`measured_rate`).
+        band_share_theorem1: the same with Eqn 12's ``B_n = eta_Z int gamma pi_n xi_n`` of Theorem 1's ``gamma``
+            and ``xi_n(t)`` (:func:`scansnap.theory.scanning.growth_bound`).
+        monotone_share: share of steps at which ``f~_nl0`` did not decrease (Eqn 12's monotonicity).
+        chi_end, B_end_measured, B_end_theorem1: the final growth factor of ``l0`` and both ``B_n``.
+    """
+
+    deviation_at_star: float
+    deviation_max: float
+    band_share_measured: float
+    band_share_theorem1: float
+    monotone_share: float
+    chi_end: float
+    B_end_measured: float
+    B_end_theorem1: float
+
+
+def theorem3_check(f: object, classes: SequenceClasses, n: int, *, eta_Y: float, eta_Z: float, momentum: float = 0.0,
+                   chi_star: float = 1.5) -> Theorem3Check:
+    """Measure one training run (from ``Z(0) = 0``, class ``n`` alone on its query) against Theorem 3.
+
+    Theorem 1's ``B_n`` uses ``xi_n(t)`` of the run's attention (:func:`scansnap.theory.decoder.xi`), ``gamma(t)``
+    of Lemma 6 and ``pi_n = 1/K``; heavy-ball momentum ``mu`` enters as its long-run effective rates
+    ``eta / (1 - mu)`` (an approximation the theorem does not make). The dominant token is the most frequent
+    distinct token.
+
+    Args:
+        f: ``(S, K, M)`` attention snapshots ``f_n`` at steps ``0 .. S - 1``.
+        classes: the family; n: the class; eta_Y, eta_Z, momentum: the run's optimizer; chi_star: ``> 1``.
+    """
+    a = check_array("f", f, ndim=3)
+    check_int("n", n, low=0, high=classes.K - 1)
+    check_positive("eta_Y", eta_Y)
+    check_positive("eta_Z", eta_Z)
+    eff = 1.0 / (1.0 - check_fraction("momentum", momentum))
+    t = np.arange(a.shape[0], dtype=np.float64)
+    ft = torch.as_tensor(a / np.linalg.norm(a, axis=-1, keepdims=True))
+    xi_n = xi(gram(ft.mT), classes.M).numpy()[:, n]
+    B_th = growth_bound(t, gamma(t, classes.M, classes.K, eta_Y * eff), xi_n, eta_Z=eta_Z * eff, pi=1.0 / classes.K)
+    probs, mask = classes.probs[n].numpy(), classes.distinct_mask()[n].numpy()
+    D = np.flatnonzero(mask)
+    l0 = int(D[np.argmax(probs[D])])
+    chi, dev = eqn11_deviation(a[:, n], probs, mask, l0)
+    at_star, worst = deviation_at_growth(chi, dev, chi_star)
+    B_me = np.concatenate([[0.0], np.cumsum(measured_rate(a[:, n], probs, mask))])
+    f0 = ft[0, n, l0].item()
+    bands = [band_share(chi[1:], *(x[1:] for x in dominant_token_bounds(f0, np.maximum(B, 0.0)))) for B in (B_me, B_th)]
+    return Theorem3Check(at_star, worst, bands[0], bands[1], float((np.diff(ft[:, n, l0].numpy()) >= -1e-12).mean()),
+                         float(chi[-1]), float(B_me[-1]), float(B_th[-1]))

@@ -1,0 +1,109 @@
+"""Chapter 5's Figure 5: Syn-Small trained with Adam at several learning rates (C37).
+
+:data:`FIG5` (``fig-paper-5``) keeps the protocol of Figure 4 (:mod:`scansnap.experiments.ch05_synsmall`) with
+Adam instead of SGD, one learning rate for ``Y`` and ``Z`` (the paper's learning rates are not in its text or
+code). Its verdict judges C37 on **training-sampled** evidence: which subset of distinct tokens each learning
+rate picks (:func:`scansnap.theory.scanning_measures.modal_set`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scansnap._checks import check_int, check_positive, check_seeds
+from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.experiments.ch05_synsmall import CHAPTER, DISTINCT, Runs, plot_runs, runs_table, train_runs
+from scansnap.results import Config
+from scansnap.theory.scanning_measures import modal_set
+from scansnap.verdicts import Rule, Verdict, at_least, at_most
+
+
+@dataclass(frozen=True)
+class Fig5Config(Config):
+    """Attributes: steps, seeds, batch, T: as in Figure 4; lrs: Adam's learning rates (one for Y and Z);
+    betas: Adam's; top_mass: the picked subset is the fewest distinct tokens holding this share."""
+
+    steps: int = 100
+    seeds: tuple[int, ...] = tuple(range(1, 11))
+    lrs: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3, 1.0)
+    betas: tuple[float, float] = (0.9, 0.999)
+    batch: int = 128
+    T: int = 128
+    top_mass: float = 0.5
+    PRESETS = {"smoke": dict(steps=12, seeds=(1,), lrs=(0.1, 1.0)),
+               "book": dict(seeds=(1, 2, 3, 4, 5), lrs=(0.03, 0.1, 0.3, 1.0)), "paper": {}}
+
+    def __post_init__(self) -> None:
+        check_int("steps", self.steps, low=2)
+        check_seeds("seeds", self.seeds)
+        if len(self.lrs) < 2:
+            raise ValueError(f"lrs: must hold at least two learning rates; got {self.lrs}")
+        for lr in self.lrs:
+            check_positive("lrs", lr)
+        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+            raise ValueError(f"betas: must be two numbers in [0, 1); got {self.betas}")
+        check_int("batch", self.batch, low=1)
+        check_int("T", self.T, low=2)
+        if not 0 < self.top_mass <= 1:
+            raise ValueError(f"top_mass: must be in (0, 1]; got {self.top_mass}")
+
+
+@dataclass(frozen=True)
+class Fig5Result:
+    config: Fig5Config
+    runs: Runs
+
+
+def run_fig5(config: Fig5Config, progress: Progress | None = None) -> Fig5Result:
+    c = config
+    runs, _ = train_runs(c.lrs, c.lrs, c.lrs, c.seeds, c.steps, c.batch, c.T, "adam", progress, betas=tuple(c.betas))
+    return Fig5Result(c, runs)
+
+
+def picks(runs: Runs, mass: float) -> list[tuple[frozenset[int], float]]:
+    """Per value: the subset of distinct tokens most seeds pick (:func:`modal_set`) and the share that picks it."""
+    final = runs.attention[:, :, -1, 10:20]
+    return [modal_set(f / f.sum(-1, keepdims=True), DISTINCT, mass) for f in final]
+
+
+def stable_sets(runs: Runs, mass: float) -> tuple[int, float]:
+    """Among the values whose picked subset most seeds share (agreement > 1/2): the number of different subsets,
+    and the smallest Jaccard similarity between two of them (1 when fewer than two)."""
+    sets = list(dict.fromkeys(s for s, agree in picks(runs, mass) if agree > 0.5))
+    jac = [len(a & b) / len(a | b) for i, a in enumerate(sets) for b in sets[i + 1:]]
+    return len(sets), min(jac, default=1.0)
+
+
+RULE_C37 = Rule("C37", "training-sampled", (
+    at_least("different_stable_sets", "number of different distinct-token subsets among the learning rates whose "
+             "subset most seeds share", 2),
+    at_most("min_jaccard", "smallest Jaccard similarity between two such subsets", 1 / 3, 2 / 3),
+), note="'Different subsets' must be subsets that seeds agree on (not seed noise) and that differ substantially: "
+        "at most a third in common verifies, two thirds partly.")
+
+
+def fig5_verdicts(r: Fig5Result) -> list[Verdict]:
+    c = r.config
+    count, jac = stable_sets(r.runs, c.top_mass)
+    sets = "; ".join(f"lr {lr:g}: {sorted(s)} ({agree:.0%} of seeds)" for lr, (s, agree) in
+                     zip(c.lrs, picks(r.runs, c.top_mass), strict=True))
+    return [RULE_C37.judge({"different_stable_sets": count, "min_jaccard": jac}, protocol=(
+        f"Syn-Small, Adam (betas {tuple(c.betas)}) with eta_Y = eta_Z = lr in {list(c.lrs)}, batch {c.batch}, T = "
+        f"{c.T}, zero initialization, {c.steps} steps, seeds {list(c.seeds)}; subset: the fewest distinct tokens "
+        f"holding {c.top_mass:.0%} of class 1's final distinct attention. The paper's learning rates are not known"),
+        details=sets, link=f"{CHAPTER}.html#fig-paper-5")]
+
+
+FIG5 = Experiment(
+    id="ch5-fig5", chapter=CHAPTER, config=Fig5Config, result=Fig5Result, run=run_fig5, verdicts=fig5_verdicts,
+    work=lambda c: c.steps,
+    figures=(FigureSpec(
+        id="fig-paper-5",
+        caption="Figure 5 of the paper re-made: Syn-Small trained with Adam (one learning rate for Y and Z; batch "
+                "128, T = 128, zero initialization) at several learning rates: class 1's attention, the loss, and "
+                "the entropy over distinct tokens.",
+        claims=("C37",), plot=lambda r: plot_runs(r.runs, "Adam lr"), table=lambda r: runs_table(r.runs, "lr")),),
+)
+
+EXPERIMENTS = [FIG5]
+RULES = [RULE_C37]
