@@ -78,3 +78,27 @@ def test_band_share_and_modal_set() -> None:
 def test_bad_input_names_the_parameter(call, param: str) -> None:
     with pytest.raises(ValueError, match=names(param)):
         call()
+
+
+def test_measured_rate_integrates_to_the_B_of_eqn10() -> None:
+    """Along Eqn 10 (which keeps every query row's sum, like training), the fitted per-step rates add up to the
+    B_n integrated with the ODE, and the logits read back are the integrated ones."""
+    classes = syn_small()
+    run = sc.integrate_eqn10(classes, 1.0, 1.0, np.arange(0.0, 41.0))
+    c = classes.probs[0].numpy() * np.exp(run.logits[:, 0])
+    f = c / c.sum(-1, keepdims=True)  # Lemma 2's f_n
+    p, mask = classes.probs[0].numpy(), classes.distinct_mask()[0].numpy()
+    np.testing.assert_allclose(sm.support_logits(f, p)[:, p > 0], run.logits[:, 0, p > 0], atol=1e-9)
+    B = np.cumsum(sm.measured_rate(f, p, mask))
+    np.testing.assert_allclose(B, run.B[1:, 0], rtol=0.05)
+
+
+def test_theorem3_check_on_population_gradient_descent() -> None:
+    """Gradient descent at a large eta_Y / eta_Z: f~_l0 grows, chi stays in the band of the measured rate."""
+    classes = syn_small()
+    h = train.train(classes, 10.0, 1.0, steps=60, limit="population", momentum=0.0, snapshot_steps=range(61))
+    c = sm.theorem3_check(h.attention[:, 0], classes, 0, eta_Y=10.0, eta_Z=1.0)
+    assert c.monotone_share == 1.0 and c.band_share_measured > 0.9 and c.chi_end > 1
+    assert 0 <= c.deviation_max < 1 and c.B_end_measured > 0 and c.B_end_theorem1 > 0
+    with pytest.raises(ValueError, match=names("momentum")):
+        sm.theorem3_check(h.attention[:, 0], classes, 0, eta_Y=10.0, eta_Z=1.0, momentum=1.0)
