@@ -171,6 +171,27 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C43", _E, r"The theory's assumptions hold only approximately in the experiments (finite $T$, strong "
           r"overlap, momentum, random initialization).", "the reconstruction notes (ledger C43), on Sec. 8",
           _CH[2], origin="book"),
+    Claim("X1", _T, r"Lemma 1 extends to a residual connection ($v = f + e_m$), a learnable positional bias "
+          r"($b_t \propto e^{z_{m x_t} + p_t}$) and several heads (logits $\sum_h Y_h^\top \tilde v_h$): the "
+          r"gradients are $\tilde v_h (e_n - \alpha)^\top$, $f \odot s$ and $b_t s_{x_t}$ with "
+          r"$s = r - (f^\top r) \mathbf 1$, $r = P^\perp_{\tilde v} Y_h (e_n - \alpha) / \lVert v \rVert_2$.",
+          "Sec. 7, extended in Chapter 9", _CH[9], origin="book"),
+    Claim("X2", _T, r"On long sequences a positional bias acts only through the zone masses "
+          r"$A_z = \sum_{t \in z} e^{p_t}$: for tokens that occur in one zone it adds the prior $\log A_z$ to their "
+          r"logits $z_{ml}$; on bag-of-tokens data it cancels and gets no gradient.", "Sec. 7, derived in Chapter 9",
+          _CH[9], origin="book"),
+    Claim("X3", _E, r"When distinct tokens sit near the query, the learned positional bias favours the near positions "
+          r"and shifts the attention over distinct tokens toward the near ones; with the same tokens shuffled it "
+          r"stays near zero and shifts nothing.", "Sec. 7, tested in Chapter 9", _CH[9], origin="book"),
+    Claim("X4", _E, r"Heads started from independent random $Z(0)$ pick different distinct tokens: the Jaccard "
+          r"similarity of their picked sets falls as the initialization scale grows.",
+          "Sec. 5 (multi-head remark), tested in Chapter 9", _CH[9], origin="book"),
+    Claim("X5", _E, r"Each head's winning distinct token is $\arg\max_l \mathbb P(l \mid n)\, e^{z^{(h)}_{ml}(0)}$ "
+          r"of its own initialization (C22, head by head).", "Sec. 5 (after Theorem 3), tested in Chapter 9",
+          _CH[9], origin="book"),
+    Claim("X6", _E, r"Heads from independent initializations together attend to more distinct tokens per class "
+          r"than one head of the same total width (all heads started from one draw).",
+          "Sec. 5 (multi-head remark), tested in Chapter 9", _CH[9], origin="book"),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
 if len(_BY_ID) != len(CLAIMS):

@@ -24,7 +24,16 @@ import torch
 from scansnap._checks import check_int, check_tensor
 from scansnap.data import SequenceClasses, attended
 
-__all__ = ["PositionalClasses", "near_count", "shuffled", "split_by_position"]
+__all__ = [
+    "PositionalClasses",
+    "margin_family",
+    "near_count",
+    "near_share",
+    "near_winner",
+    "shuffled",
+    "split_by_position",
+    "zone_bias_gap",
+]
 
 
 def near_count(T: int, near: float) -> int:
@@ -125,3 +134,79 @@ def split_by_position(classes: SequenceClasses, near_mask: torch.Tensor, near: f
 def shuffled(classes: PositionalClasses) -> PositionalClasses:
     """The same family with each sequence's tokens permuted (same counts; positions without information)."""
     return replace(classes, shuffled=True)
+
+
+def margin_family(margins: tuple[float, ...], near: float = 0.125, num_common: int = 10, num_far: int = 5,
+                  num_near: int = 5) -> PositionalClasses:
+    """One query per margin ``rho``, two classes each: frequency says a far token wins by the margin ``rho``.
+
+    Class ``n`` (query ``n // 2``) draws, in the far zone, ``num_common`` common tokens (weight 1, shared by
+    all classes) and ``num_far`` own distinct tokens (weights evenly spaced from 0.6 to 1); in the near zone,
+    only its ``num_near`` other distinct tokens. The near zone's strongest token gets the share that makes
+    its overall frequency ``rho`` times that of the strongest far token; the others share the rest in the
+    proportions 1 : 2 : ... . Layout: common tokens, then per class its far and its near distinct tokens,
+    then the queries, then the next tokens.
+
+    Args:
+        margins: ``rho`` per query, each > 0 (below 1: the frequency rule picks the far token).
+        near: fraction of the positions in the near zone, in ``(0, 1)``.
+    """
+    check_int("num_common", num_common, low=0)
+    check_int("num_far", num_far, low=1)
+    check_int("num_near", num_near, low=2)
+    R, K = len(margins), 2 * len(margins)
+    per = num_far + num_near
+    L = num_common + K * per
+    M = L + R + K
+    far_w = torch.linspace(0.6, 1.0, num_far, dtype=torch.float64)
+    top_far = (1 - near) / (num_common + float(far_w.sum()))  # overall frequency of the strongest far token
+    rest = torch.arange(1, num_near, dtype=torch.float64)
+    near_p, far_p = torch.zeros(K, M, dtype=torch.float64), torch.zeros(K, M, dtype=torch.float64)
+    for n in range(K):
+        rho = float(margins[n // 2])
+        share = rho * top_far / near
+        if not 0 < share < 1:
+            raise ValueError(f"margins: each must be in (0, {near / top_far:.3g}) for near = {near}; got {rho}")
+        start = num_common + n * per
+        far_p[n, :num_common] = 1.0
+        far_p[n, start : start + num_far] = far_w
+        near_p[n, start + num_far : start + per - 1] = (1 - share) * rest / rest.sum()
+        near_p[n, start + per - 1] = share
+    far_p /= far_p.sum(1, keepdim=True)
+    return PositionalClasses(M=M, query=L + torch.arange(K) // 2, next=L + R + torch.arange(K),
+                             probs=near * near_p + (1 - near) * far_p, near_probs=near_p, far_probs=far_p,
+                             near=float(near))
+
+
+def zone_bias_gap(bias: torch.Tensor, near: float) -> torch.Tensor:
+    """``log mean_{near} exp(p_t) - log mean_{far} exp(p_t)``: the prior the bias gives near over far tokens.
+
+    Args:
+        bias: ``(..., L)`` per-position bias (``L = T - 1``, the last next to the query); near: zone fraction.
+    """
+    check_tensor("bias", bias, floating=True)
+    L = bias.shape[-1]
+    W = near_count(L + 1, near)
+    return (torch.logsumexp(bias[..., L - W:], -1) - torch.logsumexp(bias[..., : L - W], -1)
+            - torch.log(torch.tensor(W / (L - W), dtype=bias.dtype)))
+
+
+def _masks(classes: PositionalClasses) -> tuple[torch.Tensor, torch.Tensor]:
+    distinct = classes.distinct_mask()
+    return distinct, distinct & (classes.near_probs > 0)
+
+
+def near_share(f: torch.Tensor, classes: PositionalClasses) -> torch.Tensor:
+    """Share of each class's attention over its distinct tokens that lies on near tokens: ``(..., K, M)`` ->
+    ``(..., K)``."""
+    check_tensor("f", f, shape=(..., classes.K, classes.M), floating=True, low=0.0)
+    distinct, close = _masks(classes)
+    return (f * close).sum(-1) / (f * distinct).sum(-1)
+
+
+def near_winner(f: torch.Tensor, classes: PositionalClasses) -> torch.Tensor:
+    """Whether each class's winning distinct token (largest attention) is a near token: ``(..., K)`` bool."""
+    check_tensor("f", f, shape=(..., classes.K, classes.M), floating=True, low=0.0)
+    distinct, close = _masks(classes)
+    winner = torch.where(distinct, f, -1.0).argmax(-1, keepdim=True)
+    return torch.take_along_dim(close.expand(*f.shape), winner, -1).squeeze(-1)

@@ -1,0 +1,222 @@
+"""Chapter 9's experiment on a learnable positional bias (paper Sec. 7; claims X2, X3).
+
+:data:`POSITIONS` (``fig-ch9-positions``) uses :func:`scansnap.positions.margin_family`: one query per margin
+``rho``, whose classes hold far tokens (common and distinct) and near distinct tokens, the strongest near one
+``rho`` times as frequent as the strongest far one. It checks the long-sequence form of the bias (X2,
+**derivation**: the bias is an additive prior for tokens of one zone, and cancels on bag-of-tokens data), and
+trains four models on the same seeds (X3, **training-sampled**): with and without the bias, on the family and
+on the same family with each sequence shuffled. Runs with the same seed see the same batches with and without
+the bias (zero initialization draws nothing), so the comparisons are paired.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from scansnap import figures, positions, train
+from scansnap._checks import check_int, check_positive
+from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.experiments.ch09_beyond import CHAPTER, _check_seeds
+from scansnap.model import cross_entropy
+from scansnap.model_options import ModelOptions
+from scansnap.results import Config
+from scansnap.verdicts import Rule, Verdict, at_least, at_most
+
+VARIANTS = ("positions, bias", "positions, no bias", "shuffled, bias", "shuffled, no bias")
+
+
+@dataclass(frozen=True)
+class PositionsConfig(Config):
+    """The margin family (``margins``, ``near`` fraction of positions), trained sampled (``T``, ``batch``,
+    ``steps``, SGD with ``momentum``, ``eta_Y``, ``eta_Z``; the bias at ``eta_Z``) on ``seeds``; ``instances``
+    random checks of the long-sequence form (torch ``seed``)."""
+
+    margins: tuple[float, ...] = (0.6, 0.7, 0.8, 0.9, 0.95)
+    near: float = 0.125
+    T: int = 65
+    batch: int = 128
+    steps: int = 300
+    seeds: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
+    eta_Y: float = 1.0
+    eta_Z: float = 1.0
+    momentum: float = 0.9
+    instances: int = 50
+    seed: int = 0
+    PRESETS = {"smoke": dict(margins=(0.7, 0.95), T=17, batch=16, steps=10, seeds=(1, 2), instances=5),
+               "book": dict(seeds=(1, 2, 3), instances=20), "paper": {}}
+
+    def __post_init__(self) -> None:
+        if not self.margins or min(self.margins) <= 0:
+            raise ValueError(f"margins: must hold at least one margin > 0; got {self.margins}")
+        if not 0 < self.near < 1:
+            raise ValueError(f"near: must be in (0, 1); got {self.near}")
+        check_int("T", self.T, low=3)
+        check_int("batch", self.batch, low=1)
+        check_int("steps", self.steps, low=1)
+        _check_seeds(self.seeds)
+        check_positive("eta_Y", self.eta_Y)
+        check_positive("eta_Z", self.eta_Z)
+        if not 0 <= self.momentum < 1:
+            raise ValueError(f"momentum: must be in [0, 1); got {self.momentum}")
+        check_int("instances", self.instances, low=1)
+        check_int("seed", self.seed, low=0)
+
+
+@dataclass(frozen=True)
+class PositionsResult:
+    """``prior_error``: max |biased limit - limit with logits shifted by ``log A_zone``| over the instances;
+    ``bag_gradient``: max |d loss / d bias| of the limit on bag-of-tokens data; ``bias`` ``(2, S, T-1)`` final
+    bias (positions, shuffled); ``share`` ``(4, S, K)`` share of the distinct attention on near tokens and
+    ``near_win`` ``(4, S, K)`` whether the winner is a near token, per variant of :data:`VARIANTS`."""
+
+    config: PositionsConfig
+    prior_error: float
+    bag_gradient: float
+    bias: np.ndarray
+    share: np.ndarray
+    near_win: np.ndarray
+
+
+def _limit_checks(pc: positions.PositionalClasses, config: PositionsConfig) -> tuple[float, float]:
+    gen = torch.Generator().manual_seed(config.seed)
+    bag = positions.PositionalClasses(M=pc.M, query=pc.query, next=pc.next, probs=pc.probs, near_probs=pc.probs,
+                                      far_probs=pc.probs, near=pc.near)
+    L = config.T - 1
+    W = positions.near_count(config.T, pc.near)
+    in_near = pc.near_probs.sum(0) > 0
+    prior, grad = 0.0, 0.0
+    for _ in range(config.instances):
+        Z, Y = (torch.randn(pc.M, pc.M, generator=gen, dtype=torch.float64) for _ in range(2))
+        bias = torch.randn(L, generator=gen, dtype=torch.float64, requires_grad=True)
+        a_near, a_far = bias[L - W:].exp().sum().detach(), bias[: L - W].exp().sum().detach()
+        shift = torch.where(in_near, torch.log(a_near / pc.near), torch.log(a_far / (1 - pc.near)))
+        prior = max(prior, float((pc.population(Z, bias.detach()) - pc.population(Z + shift)).abs().max()))
+        f = bag.population(Z, bias)
+        ft = f / f.norm(dim=-1, keepdim=True)
+        cross_entropy((ft @ Y)[None], pc.next).sum().backward()
+        grad = max(grad, float(bias.grad.abs().max()))
+    return prior, grad
+
+
+def run_positions(config: PositionsConfig, progress: Progress | None = None) -> PositionsResult:
+    """The limit checks, then the four trainings (each stacked over the seeds)."""
+    c = config
+    pc = positions.margin_family(c.margins, c.near)
+    prior, grad = _limit_checks(pc, c)
+    bias, share, win = [], [], []
+    for classes in (pc, positions.shuffled(pc)):
+        for options in (ModelOptions(positions=c.T - 1), None):
+            h = train.train(classes, c.eta_Y, c.eta_Z, steps=c.steps, batch=c.batch, T=c.T, seed=list(c.seeds),
+                            momentum=c.momentum, snapshot_steps=[c.steps], options=options, callback=progress)
+            f = h.attention[-1]  # long-sequence attention on this data, with the learned bias
+            share.append(positions.near_share(f, pc).numpy())
+            win.append(positions.near_winner(f, pc).numpy())
+            if h.bias is not None:
+                bias.append(h.bias.numpy())
+    return PositionsResult(c, prior, grad, np.stack(bias), np.stack(share), np.stack(win))
+
+
+RULE_X2 = Rule("X2", "derivation", (
+    at_most("prior_error", "max |biased limit - limit with each zone's logits shifted by log A_zone|", 1e-12, 1e-8),
+    at_most("bag_gradient", "max |d loss / d bias| of the limit on bag-of-tokens data", 1e-12, 1e-8),
+    at_least("instances", "random instances (logits, decoder, bias)", 20, 5),
+), note="The chapter's sympy cells prove both statements; this rule judges the library's long-sequence form.")
+
+RULE_X3 = Rule("X3", "training-sampled", (
+    at_least("bias_gap", "learned prior of near over far positions, log-mean-exp gap (mean over seeds)", 0.2, 0.05),
+    at_least("near_shift", "paired rise of the near tokens' share of the distinct attention, bias vs none", 0.02,
+             0.005),
+    at_most("control_gap_ratio", "|gap on shuffled data| / gap on positional data", 0.1, 0.3),
+    at_most("control_shift_ratio", "|paired shift on shuffled data| / shift on positional data", 0.1, 0.3),
+    at_least("winner_shift", "share of (seed, class) whose winner moves from a far to a near token with the bias",
+             0.1, 0.02, required=False),
+), note="Each variant is trained on the same seeds; with and without the bias the batches are identical.")
+
+
+def position_numbers(r: PositionsResult) -> dict[str, float]:
+    """The numbers of X3 (module docstring; :data:`VARIANTS` order)."""
+    gaps = positions.zone_bias_gap(torch.from_numpy(r.bias), r.config.near).numpy()  # (2, S)
+    gap, gap_shuffled = float(gaps[0].mean()), float(gaps[1].mean())
+    shift = float((r.share[0] - r.share[1]).mean())
+    shift_shuffled = float((r.share[2] - r.share[3]).mean())
+
+    def ratio(a: float, b: float) -> float:
+        return abs(a) / b if b > 0 else float("inf")
+
+    return {"bias_gap": gap, "near_shift": shift, "control_gap_ratio": ratio(gap_shuffled, gap),
+            "control_shift_ratio": ratio(shift_shuffled, shift),
+            "winner_shift": float((r.near_win[0] & ~r.near_win[1]).mean()),
+            "winner_shift_back": float((~r.near_win[0] & r.near_win[1]).mean()),
+            "gap_shuffled": gap_shuffled, "shift_shuffled": shift_shuffled}
+
+
+def position_verdicts(r: PositionsResult) -> list[Verdict]:
+    """X2 (derivation) and X3 (training, sampled)."""
+    c = r.config
+    protocol = (f"margin_family(margins {list(c.margins)}, near {c.near}), T = {c.T}, batch {c.batch}, {c.steps} SGD "
+                f"steps (momentum {c.momentum}), eta_Y = {c.eta_Y}, eta_Z = {c.eta_Z} (bias too), zero init, seeds "
+                f"{list(c.seeds)}; with and without the bias, positions kept and shuffled")
+    return [
+        RULE_X2.judge({"prior_error": r.prior_error, "bag_gradient": r.bag_gradient, "instances": c.instances},
+                      protocol=f"{c.instances} random (Z, Y, bias) on margin_family, T = {c.T}, seed {c.seed}",
+                      link=f"{CHAPTER}.html#positional-bias-as-a-prior"),
+        RULE_X3.judge(position_numbers(r), protocol=protocol, link=f"{CHAPTER}.html#training-a-positional-bias"),
+    ]
+
+
+def positions_table(r: PositionsResult) -> dict:
+    """Mean learned bias per position (both data) and, per margin, the near share and near-winner share of each
+    variant (means over seeds and the two classes of the margin's query)."""
+    by_margin = lambda a: a.reshape(*a.shape[:2], -1, 2).mean(axis=(1, 3))  # noqa: E731  (4, R)
+    out = {"position": list(range(r.bias.shape[-1])), "bias_positions": r.bias[0].mean(0).tolist(),
+           "bias_shuffled": r.bias[1].mean(0).tolist(), "margin": list(r.config.margins)}
+    for i, name in enumerate(VARIANTS):
+        key = name.replace(", ", "_").replace(" ", "_")
+        out[f"near_share_{key}"] = by_margin(r.share)[i].tolist()
+        out[f"near_winner_{key}"] = by_margin(r.near_win.astype(float))[i].tolist()
+    return out
+
+
+def plot_positions(r: PositionsResult) -> Figure:
+    """Learned bias against the distance to the query, and the near share against the margin."""
+    figures.set_style()
+    d = positions_table(r)
+    fig, (ax_b, ax_s) = plt.subplots(1, 2, figsize=(10, 3.4))
+    L = len(d["position"])
+    dist = L - np.arange(L)
+    W = positions.near_count(L + 1, r.config.near)
+    ax_b.plot(dist, d["bias_positions"], label="positions carry information")
+    ax_b.plot(dist, d["bias_shuffled"], label="shuffled (bag of tokens)")
+    ax_b.axvspan(0.5, W + 0.5, color="C2", alpha=0.15, label="near zone")
+    ax_b.set(xlabel="distance to the query", ylabel="learned bias p", title="positional bias (mean over seeds)")
+    ax_b.legend(fontsize="small")
+    for name, style in zip(VARIANTS, ("-o", "--o", "-s", "--s"), strict=True):
+        key = name.replace(", ", "_").replace(" ", "_")
+        ax_s.plot(d["margin"], d[f"near_share_{key}"], style, label=name)
+    ax_s.set(xlabel="frequency margin rho (near / far)", ylabel="near share of distinct attention",
+             title="attention on near distinct tokens")
+    ax_s.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+POSITIONS = Experiment(
+    id="ch9-positions", chapter=CHAPTER, config=PositionsConfig, result=PositionsResult, run=run_positions,
+    verdicts=position_verdicts, work=lambda c: 4 * c.steps,
+    figures=(FigureSpec(
+        id="fig-ch9-positions",
+        caption="A learnable positional bias on data whose distinct tokens partly sit next to the query. Left: "
+                "the learned bias against the distance to the query, when positions carry information and when "
+                "each sequence is shuffled. Right: the share of each class's attention over distinct tokens that "
+                "lies on near tokens, against the frequency margin of the strongest near token over the strongest "
+                "far one, for the four variants.",
+        claims=("X3",), plot=plot_positions, table=positions_table),),
+)
+
+EXPERIMENTS = [POSITIONS]
+RULES = [RULE_X2, RULE_X3]
