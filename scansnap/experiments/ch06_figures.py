@@ -172,8 +172,7 @@ class Fig9Config(FamilyConfig):
 
     def grid(self) -> tuple[np.ndarray, np.ndarray]:
         """``(eta_Y, eta_Z)``, each ``(n * n,)``, row-major (``eta_Y`` by row)."""
-        q = self.factor ** np.arange(self.n)
-        return np.repeat(self.eta_Y0 * q, self.n), np.tile(self.eta_Z0 * q, self.n)
+        return theory.rate_grid(self.eta_Y0, self.eta_Z0, self.factor, self.n)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ __all__ = [
     "local_exponent",
     "measure_growth",
     "order_share",
+    "rate_grid",
     "snap_time",
     "transition_slope",
     "value_at",
@@ -127,6 +128,17 @@ def value_at(t: object, y: object, at: object) -> np.ndarray:
     x = np.log(times)
     return np.array([np.interp(math.log(p), x, yy[:, c], left=np.nan, right=np.nan) if p > 0 else np.nan
                      for c, p in enumerate(pts)])
+
+
+def rate_grid(eta_Y0: float, eta_Z0: float, factor: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n x n`` grid ``eta_Y = eta_Y0 q^i``, ``eta_Z = eta_Z0 q^j`` (``q = factor > 1``), flattened row-major:
+    ``(eta_Y, eta_Z)``, each ``(n * n,)``."""
+    check_positive("eta_Y0", eta_Y0)
+    check_positive("eta_Z0", eta_Z0)
+    if not factor > 1:
+        raise ValueError(f"factor: must be > 1; got {factor}")
+    q = factor ** np.arange(check_int("n", n, low=1))
+    return np.repeat(eta_Y0 * q, n), np.tile(eta_Z0 * q, n)
 
 
 def grid_lines(nY: int, nZ: int, kind: str) -> list[list[int]]:
