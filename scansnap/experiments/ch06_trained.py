@@ -243,6 +243,16 @@ def trained_summary(r: TrainedResult) -> dict[str, np.ndarray]:
             "cross_ratio": r.cross_measured / r.cross_theorem}
 
 
+def sampled_vs_population(r: TrainedResult) -> dict[str, np.ndarray]:
+    """Per configuration ``(C,)``: the sampled run's (seed mean) ``ln chi_l0`` and ``Delta z_c`` at its last step over
+    the population run's at the same step (interpolated in ``ln t``)."""
+    pop, smp = r.population, seed_mean(r.sampled, len(r.config.seeds))
+    at = np.full(len(pop.eta_Y), smp.t[-1])
+    keep = pop.t > 0
+    return {"log_chi": smp.log_chi[-1] / theory.value_at(pop.t[keep], pop.log_chi[keep], at),
+            "z_common": smp.z_common[-1] / theory.value_at(pop.t[keep], pop.z_common[keep], at)}
+
+
 def transition_fit(r: TrainedResult) -> tuple[float, float]:
     """The slope of ``ln t_snap`` against ``ln eta_Y`` (one intercept per ``eta_Z``) in the population run, and its
     standard error (:func:`scansnap.theory.transition_slope`); ``nan`` when a transition was not reached."""
