@@ -36,7 +36,7 @@ class RatesConfig(WikiConfig):
     multi_seeds: tuple[int, ...] = (0, 1)
     PRESETS = {
         "smoke": dict(_SMOKE, lrs=(0.5, 2.0, 8.0), steps=4, seeds=(0, 1), multi_seeds=(0,)),
-        "book": dict(_BOOK, steps=150, seeds=(0, 1), multi_seeds=(0,)),
+        "book": dict(_BOOK, steps=120, seeds=(0, 1), multi_seeds=(0,)),
         "paper": {},
     }
 

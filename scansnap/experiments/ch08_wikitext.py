@@ -125,7 +125,7 @@ class FreezeConfig(WikiConfig):
     min_pairs: int = 200
     PRESETS = {
         "smoke": dict(_SMOKE, steps=6, every=2, shown=(0, 2, 4, 6), stat_sequences=32, pairs=8, min_pairs=4),
-        "book": dict(_BOOK, steps=600, every=50, shown=(0, 200, 400, 600), stat_sequences=2000),
+        "book": dict(_BOOK, steps=450, every=50, shown=(0, 150, 300, 450), stat_sequences=2000),
         "paper": {},
     }
 
