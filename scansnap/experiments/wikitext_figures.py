@@ -55,7 +55,7 @@ def plot_freeze(r: FreezeResult) -> Figure:
                 ax.set_title(f"step {step}")
             if col == 0:
                 ax.set_ylabel(label, fontsize="small")
-    bottom = grid[3].subgridspec(1, 3, wspace=0.35)
+    bottom = grid[3].subgridspec(1, 3, wspace=0.45)
     d = freeze_table(r)
     axes = [fig.add_subplot(bottom[i]) for i in range(3)]
     for key, label in zip(_KEYS, LABELS, strict=True):
@@ -63,8 +63,8 @@ def plot_freeze(r: FreezeResult) -> Figure:
         axes[1].plot(d["step"][1:], d[f"freeze_rate_{key}"][1:], marker=".", label=label)
         line, = axes[2].plot(d["step"], d[f"heldout_loss_{key}"], marker=".", label=f"{label}, held-out")
         axes[2].plot(d["step"][1:], d[f"train_loss_{key}"][1:], ls=":", color=line.get_color())
-    axes[0].set(xlabel="SGD step", ylabel="held-out attention entropy (nats)", title="entropy")
-    axes[1].set(xlabel="SGD step", ylabel="relative change per step", yscale="log", title="freeze rate")
+    axes[0].set(xlabel="SGD step", ylabel="nats", title="held-out attention entropy")
+    axes[1].set(xlabel="SGD step", ylabel="relative change / step", yscale="log", title="freeze rate")
     axes[2].set(xlabel="SGD step", ylabel="cross-entropy", title="loss (dotted: training)")
     axes[0].legend(fontsize="x-small")
     return fig
