@@ -273,7 +273,9 @@ class Decomposition:
 
 @dataclass(frozen=True)
 class Eqn10Result:
-    """Attributes (arrays ``(families, checkpoints)``):
+    """Eqn 10 against the exact velocity; arrays are ``(families, checkpoints)``.
+
+    Attributes:
         cosine: cosine between the exact velocity of ``Z`` (query rows) and Eqn 10's.
         scale: exact / Eqn 10 (the projection ``<exact, eqn10> / |eqn10|^2``).
         rel_err_theorem1, rel_err_measured: relative error of Eqn 10 with Theorem 1's ``beta``, and with the

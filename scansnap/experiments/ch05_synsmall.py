@@ -4,6 +4,7 @@ SGD (C19-C21 on sampled training).
 * :data:`FIG4` (``fig-paper-4``): the authors' protocol (SGD, momentum 0.9, batch 128, ``T = 128``, zero
   initialization, 100 steps) at several ``eta_Y / eta_Z``. Judges C35, C36 and, with the same runs, C19-C21
   on **training-sampled** evidence (:func:`scansnap.theory.scanning_measures.theorem3_check`).
+
 Figure 5 (Adam, C37) is in :mod:`scansnap.experiments.ch05_adam`; Theorem 3 in population gradient descent
 and the prior in training (C19, C20, C22) in :mod:`scansnap.experiments.ch05_training`.
 """

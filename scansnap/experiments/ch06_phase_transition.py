@@ -57,7 +57,7 @@ class FamilyConfig(Config):
         check_int("points", self.points, low=10)
 
     def family(self) -> data.SequenceClasses:
-        """The family (:func:`symmetric_family`)."""
+        """The family (:func:`scansnap.theory.theorem4_family`)."""
         return theory.theorem4_family(self.K, self.num_distinct, self.S0)
 
     def times(self) -> np.ndarray:

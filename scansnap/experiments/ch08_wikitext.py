@@ -5,8 +5,8 @@
   theory's setting), trained at one constant learning rate; held-out entropy, freeze rate and loss at
   checkpoints (C40); the paper's ``Z`` checked against the no-PE model's attention; and, beyond the paper,
   the attention each key token receives against how common it is across contexts.
-* :data:`RATES` (``fig-paper-10``): held-out attention entropy at the end of training against the
-  learning rate, for both depths and several seeds (C41).
+* :data:`~scansnap.experiments.ch08_rates.RATES` (``fig-paper-10``): held-out attention entropy at the end of
+  training against the learning rate, for both depths and several seeds (C41).
 
 Both read verified WikiText-2 files (:mod:`scansnap.wikitext`): the ``book`` profile trains on
 ``valid.txt`` and evaluates on ``test.txt``; the ``paper`` profile trains on ``train.txt`` and evaluates

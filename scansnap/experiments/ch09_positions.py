@@ -69,8 +69,8 @@ class PositionsConfig(Config):
 
 @dataclass(frozen=True)
 class PositionsResult:
-    """``prior_error``: max |biased limit - limit with logits shifted by ``log A_zone``| over the instances;
-    ``bag_gradient``: max |d loss / d bias| of the limit on bag-of-tokens data; ``bias`` ``(2, S, T-1)`` final
+    """``prior_error``: max ``|biased limit - limit with logits shifted by log A_zone|`` over the instances;
+    ``bag_gradient``: max ``|d loss / d bias|`` of the limit on bag-of-tokens data; ``bias`` ``(2, S, T-1)`` final
     bias (positions, shuffled); ``share`` ``(4, S, K)`` share of the distinct attention on near tokens and
     ``near_win`` ``(4, S, K)`` whether the winner is a near token, per variant of :data:`VARIANTS`."""
 
