@@ -35,7 +35,7 @@ BUILD := $(BOOK_OUT)/_build
 HTML := $(BUILD)/html
 FIGURES := _extra/figures
 
-.PHONY: help venv book smoke test site-test lint bench bench-sweep clean clean-cache
+.PHONY: help venv book smoke test site-test lint bench bench-sweep clean clean-cache reference binder-check
 
 help:
 	@echo "make book         build the book strictly (-W -n --keep-going) into $(HTML) and check it"
@@ -45,6 +45,8 @@ help:
 	@echo "make lint         ruff check"
 	@echo "make bench        run benchmarks/bench_train.py"
 	@echo "make bench-sweep  run benchmarks/bench_sweep.py (Chapter 7's 640-run sweep against the reference)"
+	@echo "make reference    (re)write book/reference/, one Library reference page per public module"
+	@echo "make binder-check emulate the Binder image (binder/) and run every chapter on one core (long)"
 	@echo "make clean        remove built pages, keep the execution cache"
 	@echo "make clean-cache  remove the execution cache, the built pages and $(FIGURES)"
 	@echo "make venv         create .venv and install requirements.txt (done by the targets above)"
@@ -94,6 +96,17 @@ bench: venv
 
 bench-sweep: venv
 	$(BIN)/python benchmarks/bench_sweep.py
+
+# The Library reference pages (book/reference/*.md) follow the package's modules; tests/test_reference.py
+# fails when they are out of date.
+reference: venv
+	$(BIN)/python .ci/reference_pages.py
+
+# Binder, emulated (.ci/binder_check.py): a fresh venv with binder/requirements.txt (the CPU torch wheel from
+# local disk: PyTorch's index cannot be reached here), postBuild in an empty HOME, JupyterLab on 127.0.0.1
+# pinned to one core, every chapter executed through the server. Per-chapter times: _build/binder-check/times.md.
+binder-check:
+	$(PYTHON) .ci/binder_check.py --profile $(SCANSNAP_PROFILE)
 
 clean:
 	@if [ -x $(BIN)/jupyter-book ] && [ -d _build ]; then $(BIN)/jupyter-book clean .; \
