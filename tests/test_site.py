@@ -380,6 +380,58 @@ def test_gallery_and_ledger_links_resolve(site_url: str, path: str) -> None:
     assert not problems, f"{path}: {len(problems)} of {checked} links broken:\n  " + "\n  ".join(problems)
 
 
+# --- the Library reference: chapter code cells link to it, and its entries link back -------------------
+
+REFERENCE = "book/reference/index.html"
+CHAPTER = "book/chapters/01-setting.html"
+
+_CELL_LINKS = """() => Array.from(document.querySelectorAll('div.cell_input a.sphinx-codeautolink-a'))
+  .map(a => a.getAttribute('href')).filter(h => h.includes('reference/') && !h.includes('#module-'))"""
+
+_BACK_LINKS = """(id) => {
+  const el = document.getElementById(id);
+  const entry = el && el.closest('dl');
+  return entry ? Array.from(entry.querySelectorAll('a[href*="chapters/"]')).map(a => a.getAttribute('href')) : null;
+}"""
+
+
+@pytest.mark.parametrize("path", [p for p in (REFERENCE,) if p in PAGES])
+def test_reference_has_a_page_per_module(path: str) -> None:
+    pages = {p for p in PAGES if p.startswith("book/reference/scansnap")}
+    assert "book/reference/scansnap.data.html" in pages and "book/reference/scansnap.theory.decoder.html" in pages
+    links = _Links()
+    links.feed((SITE / path).read_text(encoding="utf8"))
+    linked = {urljoin(path, h).split("#")[0] for h in links.hrefs}
+    assert pages <= linked, f"{path} does not link {sorted(pages - linked)}"
+
+
+@pytest.mark.parametrize("path", [p for p in (CHAPTER,) if p in PAGES and REFERENCE in PAGES])
+def test_code_cell_links_to_the_reference_and_back(browser, site_url: str, path: str) -> None:
+    """A name in a chapter's code cell links to its entry in the Library reference (an element with that id),
+    and the entry links back to the chapter cells' sections that use it."""
+    page = browser.new_page()
+    try:
+        chapter_url = urljoin(site_url, path)
+        page.goto(chapter_url, wait_until="load")
+        hrefs = page.evaluate(_CELL_LINKS)
+        assert hrefs, f"{path}: no code cell links to the Library reference"
+        target = urljoin(chapter_url, hrefs[0])
+        resp = page.goto(target, wait_until="load")
+        fragment = urlsplit(target).fragment
+        assert resp is not None and resp.status == 200 and "/book/reference/scansnap" in page.url, target
+        back = page.evaluate(_BACK_LINKS, fragment)
+        assert back is not None, f"{target}: no element with id {fragment!r}"
+        assert back, f"{target}: the entry has no link back to a chapter"
+        chapters = [urljoin(page.url, h) for h in back]
+        assert any(urlsplit(c).path.endswith("/" + path) for c in chapters), f"{target} does not link back to {path}"
+        resp = page.goto(chapters[0], wait_until="load")
+        assert resp is not None and resp.status == 200
+        anchor = urlsplit(chapters[0]).fragment
+        assert not anchor or page.evaluate("(id) => document.getElementById(id) !== null", anchor), chapters[0]
+    finally:
+        page.close()
+
+
 # --- negative tests: the same check on pages that are broken on purpose -----------------------
 
 
