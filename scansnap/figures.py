@@ -29,10 +29,14 @@ from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir, atomic_write, dump_json, source_checkout
 
 __all__ = [
+    "ATOL",
     "PALETTE",
+    "RTOL",
+    "Comparison",
     "FigureRecord",
     "bibtex",
     "citation",
+    "compare_data",
     "gallery_markdown",
     "load_record",
     "paper_figure",
@@ -143,12 +147,14 @@ def records(out: Path | None = None) -> list[FigureRecord]:
 def paper_figure(record: FigureRecord) -> str:
     """The paper's figure a book figure re-makes, from its caption (``"Figure 6"``, ``"Figures 11-12"``),
     or ``""`` for a figure of the book's own. Captions of re-made figures start with "Figure N of the
-    paper"; the caption is the record's, else the one of the figure's block in its chapter."""
+    paper"; the caption is the record's, else the one of the figure's block in its chapter, else the figure's
+    id (``fig-paper-6`` re-makes Figure 6)."""
     for text in (record.caption, _chapter_caption(record)):
         found = _PAPER_FIGURE.match(text or "")
         if found:
             return found.group(1)
-    return ""
+    by_id = re.fullmatch(r"fig-paper-(\d+)", record.id)
+    return f"Figure {by_id.group(1)}" if by_id else ""
 
 
 _PAPER_FIGURE = re.compile(r"\s*(Figures? \d+(?:\s*(?:-|–|,|and)\s*\d+)*) of the paper\b")

@@ -103,6 +103,8 @@ def test_bibtex_entry_names_version_commit_profile_and_anchor_url() -> None:
 def test_paper_figure_comes_from_the_start_of_the_caption(caption: str, paper: str) -> None:
     rec = figures.save(_fig(), "fig-x", {"x": [1]}, {}, caption=caption, chapter="book/chapters/none")
     assert figures.paper_figure(rec) == paper
+    by_id = figures.save(_fig(), "fig-paper-12", {"x": [1]}, {}, caption=caption, chapter="book/chapters/none")
+    assert figures.paper_figure(by_id) == (paper or "Figure 12")
 
 
 @pytest.mark.parametrize("name", ["", "Fig 1", "fig/1", "fig_1"])
