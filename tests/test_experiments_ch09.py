@@ -13,6 +13,7 @@ import torch  # noqa: E402
 
 from scansnap import experiments  # noqa: E402
 from scansnap.experiments import ch09_beyond as ch9  # noqa: E402
+from scansnap.experiments import ch09_fates as fates9  # noqa: E402
 from scansnap.experiments import ch09_heads as heads9  # noqa: E402
 from scansnap.experiments import ch09_positions as pos9  # noqa: E402
 from scansnap.theory import residual as res  # noqa: E402
@@ -42,7 +43,7 @@ def test_overlaps(tmp_path: Path) -> None:
 
 
 def test_cross_query_family_roles() -> None:
-    classes = ch9.cross_query_family()
+    classes = res.cross_query_family()
     glob, loc = res.token_roles(classes)
     disc = (glob != loc) & (loc != 0)
     assert int(disc.sum()) == 4 and (loc[disc] == res.DISTINCT).all() and (glob[disc] == res.COMMON).all()
@@ -51,14 +52,14 @@ def test_cross_query_family_roles() -> None:
 
 
 def test_fates(tmp_path: Path) -> None:
-    made = experiments.make(ch9.FATES, profile="smoke", out=tmp_path)
+    made = experiments.make(fates9.FATES, profile="smoke", out=tmp_path)
     r, c = made.result, made.config
     assert r.population.shape == (2, len(c.etas), r.global_roles.shape[0], r.global_roles.shape[0])
     assert r.sampled.shape[:2] == (2, len(c.seeds))
-    n = ch9.fate_numbers(r.population, r)
+    n = fates9.fate_numbers(r.population, r)
     assert all(0 <= n[k] <= 1 for k in ("disc_local", "disc_global_plain", "local_all", "global_all_plain"))
-    assert _claims(ch9.FATES.verdicts(r)) == [("C33", "training-population"), ("C33", "training-sampled")]
-    table = ch9.fates_table(r)
+    assert _claims(fates9.FATES.verdicts(r)) == [("C33", "training-population"), ("C33", "training-sampled")]
+    table = fates9.fates_table(r)
     assert len({len(v) for v in table.values()}) == 1 and table["token"][:3].tolist() == [0, 1, 2]
 
 
@@ -88,7 +89,7 @@ def test_heads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("cls", "kwargs", "param"),
     [(ch9.GradientConfig, dict(instances=0), "instances"), (ch9.OverlapConfig, dict(num_queries=(1,)), "num_queries"),
-     (ch9.FatesConfig, dict(seeds=()), "seeds"), (ch9.FatesConfig, dict(momentum=1.0), "momentum"),
+     (fates9.FatesConfig, dict(seeds=()), "seeds"), (fates9.FatesConfig, dict(momentum=1.0), "momentum"),
      (pos9.PositionsConfig, dict(near=1.0), "near"), (pos9.PositionsConfig, dict(margins=()), "margins"),
      (heads9.HeadsConfig, dict(scales=(1.0, 0.1, 0.3)), "scales"), (heads9.HeadsConfig, dict(heads=1), "heads")],
 )

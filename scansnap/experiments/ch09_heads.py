@@ -18,9 +18,9 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, heads, stats, train
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch09_beyond import CHAPTER, _check_seeds
+from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model_options import ModelOptions, head_params
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
@@ -51,12 +51,11 @@ class HeadsConfig(Config):
         check_int("heads", self.heads, low=2)
         if len(self.scales) < 3 or min(self.scales) <= 0 or list(self.scales) != sorted(set(self.scales)):
             raise ValueError(f"scales: must be at least 3 increasing scales > 0; got {self.scales}")
-        _check_seeds(self.seeds)
+        check_seeds("seeds", self.seeds)
         check_int("steps", self.steps, low=1)
         check_positive("eta_Y", self.eta_Y)
         check_positive("eta_Z", self.eta_Z)
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum: must be in [0, 1); got {self.momentum}")
+        check_fraction("momentum", self.momentum)
         if not 0 < self.mass <= 1:
             raise ValueError(f"mass: must be in (0, 1]; got {self.mass}")
 

@@ -19,9 +19,9 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import figures, positions, train
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch09_beyond import CHAPTER, _check_seeds
+from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model import cross_entropy
 from scansnap.model_options import ModelOptions
 from scansnap.results import Config
@@ -48,7 +48,7 @@ class PositionsConfig(Config):
     instances: int = 50
     seed: int = 0
     PRESETS = {"smoke": dict(margins=(0.7, 0.95), T=17, batch=16, steps=10, seeds=(1, 2), instances=5),
-               "book": dict(seeds=(1, 2, 3), instances=20), "paper": {}}
+               "book": dict(seeds=(1, 2, 3), T=49, batch=64, instances=20), "paper": {}}
 
     def __post_init__(self) -> None:
         if not self.margins or min(self.margins) <= 0:
@@ -58,11 +58,10 @@ class PositionsConfig(Config):
         check_int("T", self.T, low=3)
         check_int("batch", self.batch, low=1)
         check_int("steps", self.steps, low=1)
-        _check_seeds(self.seeds)
+        check_seeds("seeds", self.seeds)
         check_positive("eta_Y", self.eta_Y)
         check_positive("eta_Z", self.eta_Z)
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum: must be in [0, 1); got {self.momentum}")
+        check_fraction("momentum", self.momentum)
         check_int("instances", self.instances, low=1)
         check_int("seed", self.seed, low=0)
 

@@ -32,8 +32,9 @@ from scansnap.data import SequenceClasses
 from scansnap.theory import decoder
 
 __all__ = [
-    "DISTINCT",
     "COMMON",
+    "DISTINCT",
+    "cross_query_family",
     "residual_decoder",
     "residual_inputs",
     "residual_overlap_formula",
@@ -150,3 +151,20 @@ def role_agreement(dz: torch.Tensor, roles: torch.Tensor, tol: float = 0.0) -> n
     mask = roles != 0
     want = roles[mask].to(dz.dtype)
     return ((dz[..., mask] * want) > tol).numpy()
+
+
+def cross_query_family(distinct: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0), shared: float = 1.0) -> SequenceClasses:
+    """Two queries A, B with two classes each (A1, A2, B1, B2). Token 0 is held by A1 and B1, token 1 by A2
+    and B2 (each locally distinct, globally common); token 2 by A1 and A2, token 3 by B1 and B2 (common
+    within one query, absent from the other); then each class's own distinct tokens with weights ``distinct``
+    (token 0 to 3 weighted ``shared``). The four entries (A, 0), (A, 1), (B, 0), (B, 1) are where the global and
+    the local rule of :func:`token_roles` disagree (Chapter 9)."""
+    L = 4 + 4 * len(distinct)
+    w = torch.zeros(4, L, dtype=torch.float64)
+    for n, (s, c) in enumerate(((0, 2), (1, 2), (0, 3), (1, 3))):
+        w[n, s] = w[n, c] = shared
+        w[n, 4 + n * len(distinct): 4 + (n + 1) * len(distinct)] = torch.tensor(distinct, dtype=torch.float64)
+    M = L + 2 + 4
+    probs = torch.zeros(4, M, dtype=torch.float64)
+    probs[:, :L] = w / w.sum(1, keepdim=True)
+    return SequenceClasses(M=M, query=torch.tensor([L, L, L + 1, L + 1]), next=torch.arange(L + 2, M), probs=probs)
