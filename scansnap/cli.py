@@ -16,15 +16,15 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, experiments, figures, profiles, recipes
+from scansnap import claims, experiments, figures, profiles
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
 
 
 def _figure_ids() -> list[str]:
-    """Every figure the command line can re-make (typed experiments and, while they last, legacy recipes)."""
-    return sorted({*experiments.figure_ids(), *recipes.RECIPES})
+    """Every figure the command line can re-make."""
+    return experiments.figure_ids()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,20 +68,11 @@ def _progress_bar(total: int, label: str):
 
 def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> figures.FigureRecord:
     """Re-make figure ``fig_id`` with the preset of ``profile`` under ``out``; its provenance record."""
-    if fig_id in experiments.figure_ids():
-        exp = experiments.owner(fig_id)
-        config = exp.config.preset(profile)
-        bar, tick = (None, None) if quiet else _progress_bar(exp.work(config), fig_id)
-        try:
-            return experiments.make(exp, config, profile=profile, out=out, progress=tick).records[fig_id]
-        finally:
-            if bar is not None:
-                bar.close()
-    recipe = recipes.get(fig_id)
-    params = recipes.defaults(fig_id, profile)
-    bar, tick = (None, None) if quiet else _progress_bar(recipe.work(params), fig_id)
+    exp = experiments.owner(fig_id)
+    config = exp.config.preset(profile)
+    bar, tick = (None, None) if quiet else _progress_bar(exp.work(config), fig_id)
     try:
-        return recipes.run(fig_id, params, profile=profile, out=out, progress=tick).record
+        return experiments.make(exp, config, profile=profile, out=out, progress=tick).records[fig_id]
     finally:
         if bar is not None:
             bar.close()

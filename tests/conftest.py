@@ -15,7 +15,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(autouse=True)
 def _close_figures():
-    """Close the figures a test made (recipes return open matplotlib figures)."""
+    """Close the figures a test made (experiments return open matplotlib figures)."""
     yield
     import matplotlib.pyplot as plt
 
