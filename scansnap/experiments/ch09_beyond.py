@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 
 from scansnap import data, figures
 from scansnap._checks import check_int, check_positive
+from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import cross_entropy, token_counts
 from scansnap.model_options import ModelOptions, OptionsModel
@@ -73,6 +74,7 @@ class GradientCheck:
     errors: np.ndarray
 
 
+@one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
 def run_gradients(config: GradientConfig, progress: Progress | None = None) -> GradientCheck:
     """Gaussian parameters (scale 2) and uniform tokens; closed form against autograd of ``forward``."""
     gen = torch.Generator().manual_seed(config.seed)
@@ -166,6 +168,7 @@ def _cross_share(same: torch.Tensor, cross: torch.Tensor) -> float:
     return float(cross.norm() / (same.norm() + cross.norm()))
 
 
+@one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
 def run_overlaps(config: OverlapConfig, progress: Progress | None = None) -> OverlapResult:
     """Every (q, scale): the derived overlaps, residual Eqn 10 against the exact gradient of the model with the
     residual at Theorem 1's decoder, and the cross-query share of the velocity with and without the residual."""

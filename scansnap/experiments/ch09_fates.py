@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 from scansnap import figures, train
 from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
+from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model_options import ModelOptions
@@ -37,7 +38,7 @@ class FatesConfig(Config):
     T: int = 128
     momentum: float = 0.9
     PRESETS = {"smoke": dict(steps=20, seeds=(1, 2), batch=32, T=64),
-               "book": dict(etas=((1.0, 1.0), (2.0, 0.5)), seeds=(1, 2, 3, 4), batch=64), "paper": {}}
+               "book": dict(etas=((1.0, 1.0), (2.0, 0.5)), seeds=(1, 2, 3, 4)), "paper": {}}
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, low=1)
@@ -65,6 +66,7 @@ class FatesResult:
     local_roles: np.ndarray
 
 
+@one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
 def run_fates(config: FatesConfig, progress: Progress | None = None) -> FatesResult:
     """Each variant (no residual, residual) in the limit (all pairs stacked) and sampled (all seeds stacked)."""
     classes, c = res.cross_query_family(), config

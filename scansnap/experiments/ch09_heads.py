@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 
 from scansnap import data, figures, heads, stats, train
 from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
+from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model_options import ModelOptions, head_params
@@ -72,6 +73,7 @@ class HeadsResult:
     final_loss: np.ndarray
 
 
+@one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
 def run_heads(config: HeadsConfig, progress: Progress | None = None) -> HeadsResult:
     """One stacked training (all seeds) per variant and scale."""
     c = config
