@@ -8,9 +8,8 @@
   **derivation** evidence: the chapter's sympy cells prove the statements; this run checks the library code
   and the signs on families that sympy does not cover.
 * :data:`EQN10` (``fig-ch4-eqn10``): along long-sequence training (the original decoder dynamics, for which
-  Theorem 1 is an approximation), the exact velocity of ``Z`` against Eqn 10 with ``gamma(t)`` of Lemma 6;
-  and three disjoint classes trained to see that ``Z`` never moves. Its verdict judges C15 on
-  **training-population** evidence.
+  Theorem 1 is an approximation), the exact velocity of ``Z`` against Eqn 10 with ``gamma(t)`` of Lemma 6, and
+  three disjoint classes trained to see that ``Z`` never moves: C15 on **training-population** evidence.
 """
 
 from __future__ import annotations
