@@ -30,7 +30,8 @@ __all__ = ["EncoderLayer", "SelfAttention", "TransformerLM", "reference", "sgd_s
 
 
 def sinusoidal(length: int, d: int) -> torch.Tensor:
-    """``(length, d)`` sinusoidal positional encoding (sin on even, cos on odd features; the tutorial's)."""
+    """``(length, d)`` sinusoidal positional encoding (sin on even, cos on odd features; the tutorial's). The
+    model of the paper's Figure 7 adds it, outside Assumption 1(a)."""
     position = torch.arange(length, dtype=torch.float32)[:, None]
     div = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
     pe = torch.zeros(length, d)
@@ -40,7 +41,8 @@ def sinusoidal(length: int, d: int) -> torch.Tensor:
 
 
 class SelfAttention(nn.Module):
-    """One-head self-attention with the parameters of ``torch.nn.MultiheadAttention``.
+    """One-head self-attention with the parameters of ``torch.nn.MultiheadAttention``: the attention whose maps
+    the paper's Figure 7 shows and whose entropy Figure 10 plots (Chapter 8).
 
     ``in_proj_weight`` ``(3d, d)`` stacks ``W_Q, W_K, W_V``; ``in_proj_bias`` ``(3d,)`` their biases;
     ``out_proj`` the output projection. Initialized as torch initializes it (same draws, same order).
@@ -71,7 +73,8 @@ class SelfAttention(nn.Module):
 
 class EncoderLayer(nn.Module):
     """A post-norm encoder layer, parameter for parameter ``torch.nn.TransformerEncoderLayer(d, 1, d_hid,
-    dropout, batch_first=True)`` with a causal mask: ``x = norm1(x + attn(x)); x = norm2(x + ffn(x))``."""
+    dropout, batch_first=True)`` with a causal mask: ``x = norm1(x + attn(x)); x = norm2(x + ffn(x))``; the
+    layer of the paper's Figures 7 and 10 model."""
 
     def __init__(self, d: int, d_hid: int, dropout: float) -> None:
         super().__init__()
@@ -148,8 +151,9 @@ class TransformerLM(nn.Module):
 
 
 def reference(model: TransformerLM) -> nn.Module:
-    """The same network built from ``torch.nn.TransformerEncoder`` (with ``model``'s weights): the
-    baseline of ``benchmarks/bench_lm.py``. Call it like ``model`` (returns logits and an empty list)."""
+    """The same network (the model of Figures 7 and 10) built from ``torch.nn.TransformerEncoder`` (with
+    ``model``'s weights): the baseline of ``benchmarks/bench_lm.py``. Call it like ``model`` (returns logits
+    and an empty list)."""
     d, layers = model.d, len(model.layers)
     first = model.layers[0]
     torch_layer = nn.TransformerEncoderLayer(d, 1, first.linear1.out_features, first.dropout.p, batch_first=True)
@@ -174,8 +178,9 @@ def reference(model: TransformerLM) -> nn.Module:
 
 
 def sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float, clip: float = 0.5) -> float:
-    """One step of the authors' training: cross-entropy of next tokens, backward, clip the gradient norm at
-    ``clip``, SGD without momentum at learning rate ``lr``. ``x``, ``y`` ``(B, T)``. Returns the loss."""
+    """One step of the authors' training for Figures 7 and 10: cross-entropy of next tokens, backward, clip the
+    gradient norm at ``clip``, SGD without momentum at learning rate ``lr``. ``x``, ``y`` ``(B, T)``. Returns the
+    loss."""
     check_positive("lr", lr)
     logits, _ = model(x)
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))

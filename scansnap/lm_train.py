@@ -27,7 +27,7 @@ __all__ = ["Corpus", "Trajectory", "corpus", "evaluate", "row_entropy", "train"]
 
 @dataclass(frozen=True)
 class Corpus:
-    """Token ids ready for training and held-out evaluation.
+    """Token ids ready for training and held-out evaluation (WikiText-2 for Figures 7 and 10, Chapter 8).
 
     Attributes:
         vocab: the vocabulary (``len(vocab) = V``).
@@ -49,7 +49,7 @@ class Corpus:
 
 def corpus(train_split: str, eval_split: str, *, root: str | os.PathLike | None = None, cap: int = 0,
            batch: int = 20, bptt: int = 35, max_train_tokens: int = 0, eval_sequences: int = 200) -> Corpus:
-    """Read, verify and encode the splits.
+    """Read, verify and encode the WikiText-2 splits of Chapter 8 (Figures 7 and 10).
 
     The vocabulary comes from the training text; without a cap and when training on ``valid`` (a
     split whose vocabulary does not cover the evaluation text), every word of the evaluation text is
@@ -82,7 +82,7 @@ def corpus(train_split: str, eval_split: str, *, root: str | os.PathLike | None 
 
 @dataclass(frozen=True)
 class Trajectory:
-    """One training run, measured at checkpoints ``C``.
+    """One training run, measured at checkpoints ``C``: the maps of Figure 7, the entropy of Figure 10.
 
     Attributes:
         steps: ``(C,)`` checkpoint steps (0 = before training).
@@ -112,7 +112,8 @@ def row_entropy(attn: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def evaluate(model: lm.TransformerLM, heldout: torch.Tensor, chunk: int = 64) -> tuple[float, torch.Tensor]:
-    """Held-out loss (mean cross-entropy) and the first layer's maps ``(S, T, T)``, dropout off."""
+    """Held-out loss (mean cross-entropy) and the first layer's maps ``(S, T, T)``, dropout off (the maps of
+    Figure 7; Figure 10 plots their entropy)."""
     was = model.training
     model.eval()
     total, maps = 0.0, []
@@ -128,7 +129,8 @@ def evaluate(model: lm.TransformerLM, heldout: torch.Tensor, chunk: int = 64) ->
 def train(model: lm.TransformerLM, data: Corpus, *, lr: float, steps: int, checkpoints: list[int], bptt: int = 35,
           clip: float = 0.5, seed: int = 0, probe: int = 0, progress: Callable[[int], None] | None = None
           ) -> Trajectory:
-    """Train ``model`` in place for ``steps`` SGD steps and measure it at ``checkpoints``.
+    """Train ``model`` in place for ``steps`` SGD steps and measure it at ``checkpoints`` (the authors' protocol
+    of Figures 7 and 10).
 
     Args:
         model: the language model (its initialization is the caller's, e.g. after ``torch.manual_seed``).

@@ -30,7 +30,8 @@ __all__ = [
 
 
 def distinct_attention(f: torch.Tensor, classes: SequenceClasses) -> torch.Tensor:
-    """``f`` ``(..., K, M)`` restricted to each class's distinct tokens and renormalized: ``(..., K, M)``.
+    """``f`` ``(..., K, M)`` restricted to each class's distinct tokens and renormalized: ``(..., K, M)``, the
+    distribution whose entropy the paper's Figure 6 plots (:func:`attention_entropy`).
 
     Entries outside ``G_DT(n)`` are 0; each row sums to 1 (a class with no distinct token is an error).
     """
@@ -62,7 +63,8 @@ def attention_entropy(f: torch.Tensor, classes: SequenceClasses, per_class: bool
 
 
 def token_mass(f: torch.Tensor, classes: SequenceClasses) -> dict[str, torch.Tensor]:
-    """Attention mass of each class on its common and on its distinct tokens.
+    """Attention mass of each class on its common and on its distinct tokens (the common mass falls in the
+    paper's Figure 4, claim C35: by Theorem 2 and Corollary 2 the common tokens' logits fall).
 
     Args:
         f: ``(..., K, M)`` attention distributions ``f_n``.
@@ -161,7 +163,8 @@ def entry_recall_at_threshold(
 
 
 def recall_reach(recall: np.ndarray, thresholds: np.ndarray, level: float) -> np.ndarray:
-    """The threshold at which a recall curve first falls below ``level`` (linear interpolation).
+    """The threshold at which a recall curve first falls below ``level`` (linear interpolation); Chapter 7
+    compares the recall curves of the paper's Figures 11-12 by it.
 
     A summary of how slowly a recall-threshold curve descends (:func:`recall_at_threshold`): the
     larger the reach, the slower the descent. At ``level = 1 / |G_DT(n)|`` it is about the threshold

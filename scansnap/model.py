@@ -46,14 +46,16 @@ def init_params(
 
 
 def token_counts(ctx: torch.Tensor, M: int) -> torch.Tensor:
-    """Per-sequence token histogram ``1^T X``: ``ctx`` ``(..., L)`` long -> ``(..., M)`` float64 counts."""
+    """Per-sequence token histogram ``1^T X``: ``ctx`` ``(..., L)`` long -> ``(..., M)`` float64 counts (Sec. 3.1:
+    the attended ``f = X^T b_T`` depends on the contextual tokens only through them)."""
     check_tensor("ctx", ctx, dtype=torch.long, low=0, high=M - 1)
     counts = torch.zeros(*ctx.shape[:-1], M, dtype=torch.float64)
     return counts.scatter_add_(-1, ctx, torch.ones(ctx.shape, dtype=torch.float64))
 
 
 class YZModel(nn.Module):
-    """``C`` independent Y/Z models with parameters ``Y`` and ``Z``, each ``(C, M, M)``.
+    """``C`` independent Y/Z models with parameters ``Y`` and ``Z``, each ``(C, M, M)``: the reparameterized
+    1-layer transformer of Sec. 3.1 (Eqn 1-2), with Lemma 1's closed-form gradients.
 
     Args:
         M: vocabulary size.
@@ -268,7 +270,7 @@ def _sum_rows_by_query(rows: torch.Tensor, query: torch.Tensor, M: int) -> torch
 
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """Per-configuration mean cross-entropy (the loss ``-J``, batch mean).
+    """Per-configuration mean cross-entropy (the loss ``-J`` of Eqn 2, batch mean).
 
     Args:
         logits: ``(C, B, M)``.

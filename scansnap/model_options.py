@@ -45,7 +45,8 @@ __all__ = ["ModelOptions", "OptionsModel", "head_params"]
 
 @dataclass(frozen=True)
 class ModelOptions:
-    """Which options the model has (all off by default).
+    """Which options the model has (all off by default): Sec. 7's residual connection and positional bias, and
+    several heads (Chapter 9).
 
     Attributes:
         residual: add the query's one-hot ``e_m`` to the attended distribution before normalizing.
@@ -87,7 +88,8 @@ def head_params(
     M: int, options: ModelOptions, init: str = "zero", generator: torch.Generator | None = None,
     dtype: torch.dtype = torch.float64,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Initial ``(Y, Z)`` of one configuration: ``(M, M)`` each, or ``(H, M, M)`` with ``H > 1`` heads.
+    """Initial ``(Y, Z)`` of one configuration: ``(M, M)`` each, or ``(H, M, M)`` with ``H > 1`` heads (random
+    ``Z_h(0)``: Sec. 5's initial value as prior, head by head, claims X4-X6).
 
     Head by head, ``(Y_h, Z_h) = init_params(M, init, generator)`` (one draw for all heads when ``tied``),
     then, when ``z_std > 0``, ``Z_h += z_std * N(0, 1)`` (drawn once when ``tied``). With one head and

@@ -38,14 +38,15 @@ __all__ = [
 
 def near_count(T: int, near: float) -> int:
     """Number of near positions in a sequence of length ``T``: ``round(near * (T - 1))``, at least 1 and at most
-    ``T - 2`` (both zones non-empty)."""
+    ``T - 2`` (both zones non-empty; Chapter 9's positional data)."""
     check_int("T", T, low=3)
     return min(max(round(near * (T - 1)), 1), T - 2)
 
 
 @dataclass(frozen=True)
 class PositionalClasses(SequenceClasses):
-    """Sequence classes with a near and a far zone of positions (module docstring).
+    """Sequence classes with a near and a far zone of positions (module docstring): data for Sec. 7's positional
+    bias (claims X2, X3).
 
     Attributes (beyond :class:`~scansnap.data.SequenceClasses`, whose ``probs`` is the mixture):
         near_probs, far_probs: ``(K, M)`` distributions of the near and the far zone; rows sum to 1.
@@ -112,7 +113,8 @@ class PositionalClasses(SequenceClasses):
 
 
 def split_by_position(classes: SequenceClasses, near_mask: torch.Tensor, near: float) -> PositionalClasses:
-    """Move some tokens of each class to the near zone: :class:`PositionalClasses` from a bag-of-tokens family.
+    """Move some tokens of each class to the near zone: :class:`PositionalClasses` from a bag-of-tokens family
+    (Chapter 9's positional data).
 
     Args:
         classes: the family; its ``P(l|n)`` restricted to a zone and renormalized is that zone's distribution.
@@ -132,13 +134,15 @@ def split_by_position(classes: SequenceClasses, near_mask: torch.Tensor, near: f
 
 
 def shuffled(classes: PositionalClasses) -> PositionalClasses:
-    """The same family with each sequence's tokens permuted (same counts; positions without information)."""
+    """The same family with each sequence's tokens permuted (same counts; positions without information): the
+    bag-of-tokens control of claim X3."""
     return replace(classes, shuffled=True)
 
 
 def margin_family(margins: tuple[float, ...], near: float = 0.125, num_common: int = 10, num_far: int = 5,
                   num_near: int = 5) -> PositionalClasses:
-    """One query per margin ``rho``, two classes each: frequency says a far token wins by the margin ``rho``.
+    """One query per margin ``rho``, two classes each: frequency says a far token wins by the margin ``rho`` (the
+    family of Chapter 9's positional-bias experiment, claim X3).
 
     Class ``n`` (query ``n // 2``) draws, in the far zone, ``num_common`` common tokens (weight 1, shared by
     all classes) and ``num_far`` own distinct tokens (weights evenly spaced from 0.6 to 1); in the near zone,
@@ -179,7 +183,8 @@ def margin_family(margins: tuple[float, ...], near: float = 0.125, num_common: i
 
 
 def zone_bias_gap(bias: torch.Tensor, near: float) -> torch.Tensor:
-    """``log mean_{near} exp(p_t) - log mean_{far} exp(p_t)``: the prior the bias gives near over far tokens.
+    """``log mean_{near} exp(p_t) - log mean_{far} exp(p_t)``: the prior the bias gives near over far tokens
+    (claim X2's ``log A_zone``, per position of each zone).
 
     Args:
         bias: ``(..., L)`` per-position bias (``L = T - 1``, the last next to the query); near: zone fraction.
@@ -198,14 +203,15 @@ def _masks(classes: PositionalClasses) -> tuple[torch.Tensor, torch.Tensor]:
 
 def near_share(f: torch.Tensor, classes: PositionalClasses) -> torch.Tensor:
     """Share of each class's attention over its distinct tokens that lies on near tokens: ``(..., K, M)`` ->
-    ``(..., K)``."""
+    ``(..., K)`` (claim X3)."""
     check_tensor("f", f, shape=(..., classes.K, classes.M), floating=True, low=0.0)
     distinct, close = _masks(classes)
     return (f * close).sum(-1) / (f * distinct).sum(-1)
 
 
 def near_winner(f: torch.Tensor, classes: PositionalClasses) -> torch.Tensor:
-    """Whether each class's winning distinct token (largest attention) is a near token: ``(..., K)`` bool."""
+    """Whether each class's winning distinct token (largest attention) is a near token: ``(..., K)`` bool
+    (claim X3)."""
     check_tensor("f", f, shape=(..., classes.K, classes.M), floating=True, low=0.0)
     distinct, close = _masks(classes)
     winner = torch.where(distinct, f, -1.0).argmax(-1, keepdim=True)

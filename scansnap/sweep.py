@@ -101,7 +101,7 @@ class GridRun:
 
 def configurations(c: GridConfig) -> dict[str, torch.Tensor]:
     """Every (``eta_Z``, ratio, seed) of ``c``, flattened in that order (seed fastest): ``eta_Y``
-    (``eta_Z * ratio``), ``eta_Z`` and ``seed``, each ``(C,)``."""
+    (``eta_Z * ratio``), ``eta_Z`` and ``seed``, each ``(C,)``: the grid of the paper's Figure 6."""
     z, r, s = np.meshgrid(np.asarray(c.eta_Z), np.asarray(c.ratio), np.asarray(c.seeds), indexing="ij")
     return {"eta_Y": torch.tensor((z * r).ravel()), "eta_Z": torch.tensor(z.ravel()),
             "seed": torch.tensor(s.ravel(), dtype=torch.long)}
@@ -133,7 +133,8 @@ def train_grid(
 
 def sequence_counts(classes: data.SequenceClasses, sequences: int, T: int, seed: int) -> torch.Tensor:
     """Token counts ``(sequences, K, M)`` (float64) of ``sequences`` sampled sequences of every class, each with
-    ``T - 1`` contextual tokens drawn i.i.d. from ``P(l|n)`` (torch seed ``seed``)."""
+    ``T - 1`` contextual tokens drawn i.i.d. from ``P(l|n)`` (torch seed ``seed``): the evaluation sequences of
+    the per-entry recall of Figures 11-12."""
     check_int("sequences", sequences, low=1)
     check_int("T", T, low=2)
     check_int("seed", seed, low=0)

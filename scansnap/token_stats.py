@@ -26,7 +26,8 @@ __all__ = ["document_frequency", "next_token_entropy", "received_attention", "sh
 
 def next_token_entropy(ids: torch.Tensor, vocab: int, window: int = 35, pairs: int = 256,
                        seed: int = 0) -> np.ndarray:
-    """``(vocab,)`` entropy (nats) of the next token given that a key token is in the attention window.
+    """``(vocab,)`` entropy (nats) of the next token given that a key token is in the attention window: high for
+    Theorem 2's common tokens, low for distinct ones (Chapter 8's token study, ``fig-ch8-tokens``).
 
     Every (key position ``j``, query position ``i``) with ``j <= i < j + window`` gives the pair
     ``(ids[j], ids[i + 1])``. For each key token, ``pairs`` of its pairs are drawn without replacement
@@ -58,7 +59,8 @@ def next_token_entropy(ids: torch.Tensor, vocab: int, window: int = 35, pairs: i
 
 
 def document_frequency(ids: torch.Tensor, vocab: int, eos: int) -> np.ndarray:
-    """``(vocab,)`` share of lines (ended by the token ``eos``) that contain each token."""
+    """``(vocab,)`` share of lines (ended by the token ``eos``) that contain each token (Chapter 8's token study,
+    ``fig-ch8-tokens``)."""
     check_tensor("ids", ids, shape=(-1,), dtype=torch.long, low=0, high=vocab - 1)
     x = ids.numpy()
     line = np.concatenate([[0], np.cumsum(x[:-1] == eos)])
@@ -67,7 +69,8 @@ def document_frequency(ids: torch.Tensor, vocab: int, eos: int) -> np.ndarray:
 
 
 def received_attention(maps: torch.Tensor, x: torch.Tensor, vocab: int) -> tuple[np.ndarray, np.ndarray]:
-    """Attention each key token receives, relative to uniform attention.
+    """Attention each key token receives, relative to uniform attention (Chapter 8's token study,
+    ``fig-ch8-tokens``).
 
     Query position ``i`` of a causal map spreads over ``i + 1`` keys (the diagonal included, as the
     model's mask); the entry ``a_ij`` counts as ``(i + 1) a_ij`` (1 = uniform). Each key token's score is
@@ -92,7 +95,8 @@ def received_attention(maps: torch.Tensor, x: torch.Tensor, vocab: int) -> tuple
 
 
 def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rank correlation of ``a`` and ``b`` over the entries where both are finite."""
+    """Spearman's rank correlation of ``a`` and ``b`` over the entries where both are finite (Chapter 8: the token
+    study, and learning rate against entropy for Figure 10)."""
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError(f"b: must be 1-D with the shape of a {a.shape}; got {b.shape}")
@@ -103,7 +107,8 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def share_decreasing(x: np.ndarray, y: np.ndarray) -> float:
-    """Share of pairs ``x_i < x_j`` (distinct ``x``) with ``y_j < y_i``: 1 when ``y`` falls strictly as ``x`` grows."""
+    """Share of pairs ``x_i < x_j`` (distinct ``x``) with ``y_j < y_i``: 1 when ``y`` falls strictly as ``x`` grows
+    (claim C41: Figure 10's entropy against the learning rate)."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
     if x.shape != y.shape or x.ndim != 1 or len(x) < 2:
         raise ValueError(f"y: must be 1-D with the shape of x {x.shape} (at least 2 entries); got {y.shape}")

@@ -28,7 +28,9 @@ LIMITS = ("sampled", "population")
 
 
 class MomentumSGD:
-    """SGD with heavy-ball momentum and one learning rate per configuration (torch.optim.SGD's rule).
+    """SGD with heavy-ball momentum and one learning rate per configuration (torch.optim.SGD's rule): the
+    optimizer of the paper's synthetic experiments (momentum 0.9 in Figures 4 and 6; Chapter 2 measures
+    how far it is from the theory's plain SGD).
 
     ``buf <- grad`` on the first step, then ``buf <- momentum * buf + grad``; ``p <- p - lr * buf``.
 
@@ -55,7 +57,8 @@ class MomentumSGD:
 
 
 class Adam:
-    """Adam with one learning rate per configuration (torch.optim.Adam's rule, no weight decay).
+    """Adam with one learning rate per configuration (torch.optim.Adam's rule, no weight decay): the
+    optimizer of the paper's Figure 5 (claim C37).
 
     Args:
         params: tensors of shape ``(C, ...)``.
@@ -107,7 +110,8 @@ def _per_config(lr: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
 
 
 def log_steps(steps: int, num: int = 20) -> list[int]:
-    """About ``num`` log-spaced snapshot steps in ``[0, steps]``, always including 0, 1 and ``steps``."""
+    """About ``num`` log-spaced snapshot steps in ``[0, steps]``, always including 0, 1 and ``steps`` (the
+    time grid of Chapter 3's checks of Figure 8 and Theorem 1)."""
     check_int("steps", steps, low=0)
     check_int("num", num, low=2)
     grid = np.unique(np.round(np.geomspace(1, max(steps, 1), num)).astype(int))

@@ -71,7 +71,8 @@ _HOW = (f"get a good copy with scansnap.wikitext.download(root) on a machine wit
 
 
 def data_dir(root: str | os.PathLike | None = None) -> Path:
-    """The WikiText-2 folder: ``root``, else ``$SCANSNAP_WIKITEXT``, else ``<repo>/../shared/data/wikitext-2``."""
+    """The WikiText-2 folder (Chapter 8): ``root``, else ``$SCANSNAP_WIKITEXT``, else
+    ``<repo>/../shared/data/wikitext-2``."""
     if root is not None and str(root):
         return Path(root)
     if os.environ.get(ENV):
@@ -80,12 +81,14 @@ def data_dir(root: str | os.PathLike | None = None) -> Path:
 
 
 def has_split(split: str, root: str | os.PathLike | None = None) -> bool:
-    """Whether the folder holds ``<split>.txt`` (present, not yet verified)."""
+    """Whether the folder holds ``<split>.txt`` (present, not yet verified); Chapter 8 checks which splits are
+    there."""
     return (data_dir(root) / f"{check_choice('split', split, SPLITS)}.txt").is_file()
 
 
 def git_blob_id(payload: bytes) -> str:
-    """The git blob id of ``payload``: SHA-1 of ``b"blob <size>\\0" + payload`` (``git hash-object``)."""
+    """The git blob id of ``payload``: SHA-1 of ``b"blob <size>\\0" + payload`` (``git hash-object``), the digest
+    by which Chapter 8's WikiText-2 files are verified."""
     return hashlib.sha1(b"blob %d\0" % len(payload) + payload).hexdigest()
 
 
@@ -100,7 +103,8 @@ def _check(payload: bytes, split: str, path: Path) -> None:
 
 
 def verified_text(split: str, root: str | os.PathLike | None = None) -> str:
-    """The text of ``<root>/<split>.txt``, decoded only after its bytes pass the digest check.
+    """The text of ``<root>/<split>.txt`` (Chapter 8's WikiText-2), decoded only after its bytes pass the digest
+    check.
 
     Raises:
         FileNotFoundError: the file is missing (the message says how to get it).
@@ -117,7 +121,8 @@ def verified_text(split: str, root: str | os.PathLike | None = None) -> str:
 
 
 def tokens(split: str, root: str | os.PathLike | None = None) -> list[str]:
-    """The words of a verified split the classic way: ``line.split() + ["<eos>"]`` for every line.
+    """The words of a verified split the classic way: ``line.split() + ["<eos>"]`` for every line: the text
+    on which the book re-makes the paper's Figures 7 and 10.
 
     WikiText-2 gives 217,646 tokens for ``valid`` and 245,569 for ``test``.
     """
@@ -129,7 +134,8 @@ def tokens(split: str, root: str | os.PathLike | None = None) -> list[str]:
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """Words numbered in order of first appearance (the PyTorch word-level example's ``Dictionary``).
+    """Words numbered in order of first appearance (the PyTorch word-level example's ``Dictionary``), the
+    vocabulary of the models of Figures 7 and 10.
 
     Attributes:
         words: ``(V,)`` the words; id ``i`` is ``words[i]``.
@@ -178,7 +184,8 @@ class Vocabulary:
 
 def batchify(ids: torch.Tensor, batch: int) -> torch.Tensor:
     """``(batch, L)``: ``ids`` ``(N,)`` cut into ``batch`` contiguous streams (the tail that does not fill
-    a row is dropped), row ``b`` holding ``ids[b L : (b + 1) L]`` with ``L = N // batch``."""
+    a row is dropped), row ``b`` holding ``ids[b L : (b + 1) L]`` with ``L = N // batch`` (the training
+    batches of Figures 7 and 10)."""
     check_int("batch", batch, low=1)
     if ids.ndim != 1 or len(ids) < 2 * batch:
         raise ValueError(f"ids: must be 1-D with at least 2 * batch = {2 * batch} tokens; got shape "
@@ -189,7 +196,8 @@ def batchify(ids: torch.Tensor, batch: int) -> torch.Tensor:
 
 def chunks(streams: torch.Tensor, bptt: int) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Consecutive ``(inputs, targets)`` of ``streams`` ``(B, L)``: inputs ``(B, t)`` with ``t <= bptt``,
-    targets the inputs shifted by one token (the PyTorch examples' ``get_batch``)."""
+    targets the inputs shifted by one token (the PyTorch examples' ``get_batch``; the training chunks of
+    Figures 7 and 10)."""
     check_int("bptt", bptt, low=1)
     for start in range(0, streams.shape[1] - 1, bptt):
         t = min(bptt, streams.shape[1] - 1 - start)
@@ -198,7 +206,8 @@ def chunks(streams: torch.Tensor, bptt: int) -> Iterator[tuple[torch.Tensor, tor
 
 def download(root: str | os.PathLike, splits: Sequence[str] = SPLITS, *, base_url: str = BASE_URL,
              retries: int = 2, timeout: float = 60.0) -> dict[str, Path]:
-    """Fetch ``splits`` into ``root`` and verify them; return the verified files by split.
+    """Fetch ``splits`` of Chapter 8's WikiText-2 into ``root`` and verify them; return the verified files by
+    split.
 
     A file already in ``root`` that verifies is kept. Otherwise ``pooch`` downloads ``<base_url><split>.txt``
     (retrying ``retries`` times) into a temporary folder inside ``root``; the file is checked against the

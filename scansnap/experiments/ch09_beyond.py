@@ -5,6 +5,7 @@
   float64 instances; **derivation** evidence for X1.
 * :data:`OVERLAPS` (``fig-ch9-overlaps``): Theorem 1's overlaps ``E`` and Eqn 10's attention velocity with and
   without the residual on Syn-Medium (:mod:`scansnap.theory.residual`); **derivation** evidence for C33.
+
 The residual's training runs (``ch09_fates``), the positional bias (``ch09_positions``) and the heads
 (``ch09_heads``) have their own modules.
 """

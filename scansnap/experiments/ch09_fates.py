@@ -28,8 +28,9 @@ from scansnap.verdicts import Rule, Verdict, at_least
 
 @dataclass(frozen=True)
 class FatesConfig(Config):
-    """Training on :func:`cross_query_family` from ``Z(0) = Y(0) = 0``, SGD with momentum: in the limit with each
-    ``(eta_Y, eta_Z)`` of ``etas``, and sampled (``batch``, ``T``) with ``seeds`` at the first pair."""
+    """Training on :func:`~scansnap.theory.residual.cross_query_family` from ``Z(0) = Y(0) = 0``, SGD with
+    momentum: in the limit with each ``(eta_Y, eta_Z)`` of ``etas``, and sampled (``batch``, ``T``) with ``seeds``
+    at the first pair."""
 
     steps: int = 300
     etas: tuple[tuple[float, float], ...] = ((1.0, 1.0), (2.0, 0.5), (1.0, 0.25))

@@ -31,7 +31,8 @@ def _start_tolerance(evidence: str) -> tuple[float, float]:
 
 
 def phase_rule(claim: str, evidence: str) -> Rule:
-    """The rule of ``claim`` (one of :data:`CLAIMS`) on ``evidence``."""
+    """The rule of ``claim`` (one of :data:`CLAIMS`: Theorem 4's regimes and learning-rate insights, C25-C31, and
+    Figure 3's C34) on ``evidence``."""
     check_choice("claim", claim, CLAIMS)
     share = ("share of adjacent grid steps that go the claimed way", 1.0, 0.67)
     if claim == "C25":
@@ -80,8 +81,9 @@ def phase_rule(claim: str, evidence: str) -> Rule:
 
 def phase_numbers(m: theory.GrowthMeasures, nY: int, nZ: int, b_over_a: float,
                   freeze_drop: float | None = None) -> dict[str, dict[str, float]]:
-    """The numbers of every claim of :data:`CLAIMS` (claim -> name -> value) from measures on an
-    ``nY x nZ`` grid (row-major, :func:`scansnap.theory.grid_lines`); lines that a grid lacks give ``nan``."""
+    """The numbers of every claim of :data:`CLAIMS` (Theorem 4's regimes, Chapter 6; claim -> name -> value) from
+    measures on an ``nY x nZ`` grid (row-major, :func:`scansnap.theory.grid_lines`); lines that a grid lacks give
+    ``nan``."""
     lines = {k: theory.grid_lines(nY, nZ, k) for k in ("eta_Y", "eta_Z", "scale")}
     nan = math.nan
 
@@ -116,5 +118,5 @@ def phase_numbers(m: theory.GrowthMeasures, nY: int, nZ: int, b_over_a: float,
 
 def judge(claims: tuple[str, ...], evidence: str, numbers: dict[str, dict[str, float]], *, protocol: str,
           link: str, details: str = "") -> list[Verdict]:
-    """The verdicts of ``claims`` on ``evidence`` from :func:`phase_numbers`."""
+    """The verdicts of ``claims`` (Chapter 6's C25-C31 and C34) on ``evidence`` from :func:`phase_numbers`."""
     return [phase_rule(c, evidence).judge(numbers[c], protocol=protocol, link=link, details=details) for c in claims]

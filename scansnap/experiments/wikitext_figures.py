@@ -25,8 +25,9 @@ STAGES = ("init, pos. enc.", "trained, pos. enc.", "trained, no pos. enc.")
 
 
 def freeze_table(r: FreezeResult) -> dict[str, np.ndarray]:
-    """One row per checkpoint: held-out entropy and loss, freeze rate since the previous checkpoint and mean
-    training loss over the steps since then (nan at step 0), for each of the three runs."""
+    """The data of ``fig-paper-7`` (Figure 7): one row per checkpoint: held-out entropy and loss, freeze rate since
+    the previous checkpoint and mean training loss over the steps since then (nan at step 0), for each of the
+    three runs."""
     steps = r.runs[0].steps
     out: dict[str, np.ndarray] = {"step": steps}
     for key, tr in zip(_KEYS, r.runs, strict=True):
@@ -39,7 +40,8 @@ def freeze_table(r: FreezeResult) -> dict[str, np.ndarray]:
 
 
 def plot_freeze(r: FreezeResult) -> Figure:
-    """Maps of the probe window at the shown steps (one row per run), then entropy, freeze rate and loss."""
+    """``fig-paper-7`` (Figure 7): maps of the probe window at the shown steps (one row per run), then entropy,
+    freeze rate and loss."""
     figures.set_style()
     shown = list(r.config.shown)
     fig = plt.figure(figsize=(2.6 * max(len(shown), 3), 2.5 * 3 + 3.0))
@@ -71,8 +73,9 @@ def plot_freeze(r: FreezeResult) -> Figure:
 
 
 def token_correlations(r: FreezeResult) -> dict[str, float]:
-    """Spearman's rho of the attention a token receives against its next-token entropy, its document frequency
-    and its frequency, for each stage (``STAGES``: init and trained with positional encoding, trained without)."""
+    """``fig-ch8-tokens``: Spearman's rho of the attention a token receives against its next-token entropy, its
+    document frequency and its frequency, for each stage (``STAGES``: init and trained with positional encoding,
+    trained without)."""
     t, out = r.tokens, {}
     for stage, received in zip(("init", "pe", "nope"), t.received, strict=True):
         out[f"rho_entropy_{stage}"] = token_stats.spearman(t.next_entropy, received)
@@ -82,7 +85,7 @@ def token_correlations(r: FreezeResult) -> dict[str, float]:
 
 
 def tokens_table(r: FreezeResult) -> dict[str, np.ndarray]:
-    """One row per token of the study."""
+    """The data of ``fig-ch8-tokens``: one row per token of the study."""
     t = r.tokens
     return {"id": t.ids, "word": np.array(t.words), "next_entropy": t.next_entropy, "doc_freq": t.doc_freq,
             "frequency": t.frequency, "received_init": t.received[0], "received_pe": t.received[1],
@@ -90,7 +93,8 @@ def tokens_table(r: FreezeResult) -> dict[str, np.ndarray]:
 
 
 def plot_tokens(r: FreezeResult) -> Figure:
-    """Received attention against next-token entropy, one panel per stage, with Spearman's rho."""
+    """``fig-ch8-tokens``: received attention against next-token entropy, one panel per stage, with Spearman's
+    rho."""
     figures.set_style()
     t, rho = r.tokens, token_correlations(r)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.5), sharex=True)
@@ -105,7 +109,8 @@ def plot_tokens(r: FreezeResult) -> Figure:
 
 
 def rates_table(r: RatesResult) -> dict[str, np.ndarray]:
-    """One row per run: depth (1 or the multi-layer depth), learning rate, seed, final entropy and loss."""
+    """The data of ``fig-paper-10`` (Figure 10): one row per run: depth (1 or the multi-layer depth), learning
+    rate, seed, final entropy and loss."""
     c, rows = r.config, []
     for depth, seeds, ent, loss in ((1, c.seeds, r.entropy_one, r.loss_one),
                                     (c.multi_layers, c.multi_seeds, r.entropy_multi, r.loss_multi)):
@@ -116,7 +121,7 @@ def rates_table(r: RatesResult) -> dict[str, np.ndarray]:
 
 
 def plot_rates(r: RatesResult) -> Figure:
-    """Final held-out entropy against the learning rate (log axis), both depths."""
+    """``fig-paper-10`` (Figure 10): final held-out entropy against the learning rate (log axis), both depths."""
     figures.set_style()
     c = r.config
     fig, ax = plt.subplots(figsize=(5.5, 3.6))

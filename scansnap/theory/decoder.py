@@ -83,7 +83,8 @@ def unit_inputs(classes: SequenceClasses, Z: torch.Tensor | None = None) -> tupl
 
 
 def classes_from_inputs(F: np.ndarray) -> SequenceClasses:
-    """A family whose inputs at ``Z = 0`` are exactly the columns of ``F``.
+    """A family whose inputs at ``Z = 0`` are exactly the columns of ``F`` (Chapter 3 turns the star
+    inputs, on which Theorem 1(a)'s ``xi > 0`` fails, into a family with it).
 
     Args:
         F: ``(L, K)`` non-negative unit columns over ``L`` contextual tokens.
@@ -103,7 +104,8 @@ def classes_from_inputs(F: np.ndarray) -> SequenceClasses:
 
 
 def equal_overlap_classes(K: int, rho: float, num_distinct: int = 10) -> SequenceClasses:
-    """``K`` classes (one query each) that share one common token, with ``E = rho (1 1^T - I)`` at ``Z = 0``.
+    """``K`` classes (one query each) that share one common token, with ``E = rho (1 1^T - I)`` at ``Z = 0``:
+    Remark 1's equal overlaps.
 
     Each class has ``num_distinct`` distinct tokens with the authors' weights (evenly spaced from
     0.1 to 1, :func:`scansnap.data.sequence_classes`) and the common token with the weight ``w`` that
@@ -123,7 +125,8 @@ def equal_overlap_classes(K: int, rho: float, num_distinct: int = 10) -> Sequenc
 
 
 def gram(F: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
-    """``E = F^T F - I`` ``(K, K)`` for unit columns ``F`` ``(d, K)``: zero diagonal, ``E_kk' = f~_k . f~_k'``.
+    """``E = F^T F - I`` ``(K, K)`` for unit columns ``F`` ``(d, K)``: zero diagonal, ``E_kk' = f~_k . f~_k'``
+    (the overlaps of Sec. 4, small under Assumption 2).
 
     A torch ``F`` ``(..., d, K)`` gives a torch ``E`` ``(..., K, K)``, batched over the leading axes."""
     if isinstance(F, torch.Tensor):
@@ -137,7 +140,7 @@ def gram(F: np.ndarray | torch.Tensor) -> np.ndarray | torch.Tensor:
 
 def complete_basis(F: np.ndarray) -> np.ndarray:
     """``F-bar = [F, F~]`` ``(d, d)``: ``F~`` an orthonormal basis of the complement of ``span F``
-    (``F~^T F = 0``, ``F~^T F~ = I``). Needs ``F`` of full column rank (Assumption 2)."""
+    (``F~^T F = 0``, ``F~^T F~ = I``), the basis of Lemma 3. Needs ``F`` of full column rank (Assumption 2)."""
     F = _check_inputs(F)
     d, K = F.shape
     Q, R = np.linalg.qr(F, mode="complete")
@@ -193,8 +196,8 @@ def lemma6_h(s: np.ndarray | float, M: int, eta: float) -> np.ndarray:
 
 
 def lemma6_h_ivp(s: np.ndarray, M: int, eta: float, rtol: float = 1e-12, atol: float = 1e-14) -> np.ndarray:
-    """The same ``h(s)`` by integrating the ODE with ``scipy.integrate.solve_ivp`` (DOP853); a reference
-    for :func:`lemma6_h`. ``s`` must be increasing and start at 0 or later."""
+    """Lemma 6's ``h(s)`` by integrating the ODE with ``scipy.integrate.solve_ivp`` (DOP853); a reference
+    for :func:`lemma6_h` (Figure 8). ``s`` must be increasing and start at 0 or later."""
     check_int("M", M, low=2)
     eta = check_positive("eta", eta)
     s = np.asarray(s, dtype=np.float64)
@@ -218,8 +221,8 @@ def gamma_of_h(h: np.ndarray | float | torch.Tensor, M: int) -> np.ndarray | tor
 
 
 def gamma(t: np.ndarray | float | torch.Tensor, M: int, K: int, eta: float) -> np.ndarray | torch.Tensor:
-    """``gamma(t) = gamma_of_h(h(t / K))``: each of ``K`` uniformly sampled classes is seen ``t/K`` times
-    (a torch ``t`` gives a float64 torch result)."""
+    """Theorem 1's ``gamma(t) = gamma_of_h(h(t / K))``: each of ``K`` uniformly sampled classes is seen ``t/K``
+    times (a torch ``t`` gives a float64 torch result)."""
     check_int("K", K, low=1)
     if isinstance(t, torch.Tensor):
         return torch.from_numpy(np.asarray(gamma(t.detach().cpu().to(torch.float64).numpy(), M, K, eta)))
@@ -238,12 +241,12 @@ def gamma_late(t: np.ndarray | float, M: int, K: int, eta: float) -> np.ndarray:
 
 
 def transition_time(M: int, K: int, eta: float) -> float:
-    """``t_0 = K ln M / eta``: where the early regime ends (``M h`` reaches about ``ln M``)."""
+    """Theorem 1(b)'s ``t_0 = K ln M / eta``: where the early regime ends (``M h`` reaches about ``ln M``)."""
     return K * math.log(M) / eta
 
 
 def gamma_peak(M: int) -> tuple[float, float]:
-    """The maximum of ``gamma`` over ``h``: ``u* = M h*`` solves ``exp(u) (u - 1) = M - 1``.
+    """The maximum of Theorem 1's ``gamma`` over ``h``: ``u* = M h*`` solves ``exp(u) (u - 1) = M - 1``.
 
     Returns:
         ``(u*, gamma_max)`` with ``gamma_max = M (u* - 1) / (M - 1)``.
@@ -297,7 +300,8 @@ def xi(E: np.ndarray | torch.Tensor, M: int) -> np.ndarray | torch.Tensor:
 
 
 def backprop_gradient(Y: np.ndarray, F: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """The back-propagated gradient ``g_k = Y (e_{n_k} - alpha_k)`` of every class: ``(K, d)``."""
+    """The back-propagated gradient ``g_k = Y (e_{n_k} - alpha_k)`` of every class (the left side of Theorem 1,
+    Eqn 9): ``(K, d)``."""
     return _residuals(Y, F, targets) @ np.asarray(Y).T
 
 

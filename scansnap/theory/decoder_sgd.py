@@ -370,7 +370,8 @@ def remark1_reduced(K: int, M: int, eta: float, rho: float, times: Sequence[floa
 
 
 def remark1_reduced_rate(K: int, M: int, eta: float, rho: float, times: Sequence[float] | np.ndarray) -> np.ndarray:
-    """The effective learning rate (:func:`corollary1_rate`) along :func:`remark1_reduced` at ``times``."""
+    """Remark 1's effective learning rate (Corollary 1's form, :func:`corollary1_rate`) along
+    :func:`remark1_reduced` at ``times``."""
     levels = remark1_reduced(K, M, eta, rho, times)
     e = np.exp(levels - levels.max(1, keepdims=True))
     others = (K - 1) * e[:, 1] + (M - K) * e[:, 2]

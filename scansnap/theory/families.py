@@ -18,7 +18,8 @@ F64 = torch.float64
 
 
 def classes_from_weights(weights: torch.Tensor | list, query: torch.Tensor | list) -> SequenceClasses:
-    """A family of sequence classes from unnormalized weights over ``L`` contextual tokens.
+    """A family of sequence classes from unnormalized weights over ``L`` contextual tokens (Chapter 5 checks
+    Theorem 3's Eqn 11 on random families built with it).
 
     Layout: contextual tokens ``0 .. L-1``, then one id per distinct query, then the next tokens
     (``M = L + #queries + K``), as in :func:`scansnap.data.sequence_classes`.
@@ -49,7 +50,8 @@ def classes_from_weights(weights: torch.Tensor | list, query: torch.Tensor | lis
 
 
 def random_classes(generator: torch.Generator, *, one_common: bool = False) -> SequenceClasses:
-    """A random family for checks: 2-5 classes, 1 to ``K`` queries, every class with a distinct token.
+    """A random family for checks: 2-5 classes, 1 to ``K`` queries, every class with a distinct token (Chapter 4
+    checks Eqn 10 and Theorem 2(a) on such families, Theorem 2(b) on those with ``one_common``).
 
     Default: contextual tokens ``0 .. K-1`` are one distinct token per class; up to 14 further tokens
     get random weights in random classes (so some are common, some distinct, some unused). With

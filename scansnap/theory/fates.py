@@ -176,9 +176,9 @@ def population_zdot(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor, 
 
 
 def class_gradients(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor) -> torch.Tensor:
-    """The back-propagated gradients ``g_n = Y (e_n - alpha_n)`` of every class in the long-sequence limit,
-    with ``alpha_n = softmax(Y^T f~_n)``: ``Y``, ``Z`` ``(M, M)`` -> ``(K, M)`` (row ``n`` is ``g_n``);
-    :func:`scansnap.theory.decoder.backprop_gradient` at :func:`scansnap.theory.decoder.unit_inputs`."""
+    """The back-propagated gradients ``g_n = Y (e_n - alpha_n)`` of every class (Theorem 1's ``g``) in the
+    long-sequence limit, with ``alpha_n = softmax(Y^T f~_n)``: ``Y``, ``Z`` ``(M, M)`` -> ``(K, M)`` (row ``n`` is
+    ``g_n``); :func:`scansnap.theory.decoder.backprop_gradient` at :func:`scansnap.theory.decoder.unit_inputs`."""
     check_tensor("Y", Y, shape=(classes.M, classes.M), floating=True)
     F, targets = unit_inputs(classes, Z.detach())
     return torch.from_numpy(backprop_gradient(Y.detach().to(F64).numpy(), F, targets))
@@ -338,7 +338,8 @@ def logits_from_attention(f: torch.Tensor, classes: SequenceClasses) -> torch.Te
 @dataclass(frozen=True)
 class FateCounts:
     """How the logits ``z_{psi(n) l}`` moved between consecutive snapshots, counted over
-    (step, class, token) entries: up (``> tol``), down (``< -tol``) or still (``|dz| <= tol``).
+    (step, class, token) entries: up (``> tol``), down (``< -tol``) or still (``|dz| <= tol``); Theorem 2
+    and Corollary 2 predict the distinct ones up and the common ones down (:func:`fate_counts`).
 
     Attributes:
         distinct: ``(up, down, still)`` over distinct tokens ``l in G_DT(n)``.

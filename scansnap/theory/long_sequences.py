@@ -176,7 +176,8 @@ def linearized_std(classes: SequenceClasses, Z: torch.Tensor) -> torch.Tensor:
 
 
 def hoeffding_radius(T: int, events: int, delta: float) -> float:
-    """The ``eps`` with ``2 k exp(-2 (T - 1) eps^2) = delta``: Hoeffding's inequality plus a union bound.
+    """The ``eps`` with ``2 k exp(-2 (T - 1) eps^2) = delta``: Hoeffding's inequality plus a union bound, the
+    radius of Lemma 18's bound (Appendix H; :func:`concentration_bound`).
 
     With probability ``>= 1 - delta``, each of ``k = events`` means of ``T - 1`` i.i.d. summands with
     values in an interval of length ``r`` is within ``r eps`` of its expectation, where

@@ -53,7 +53,7 @@ def update_change(F: np.ndarray) -> tuple[np.ndarray, float]:
 def random_inputs(rng: np.random.Generator, max_classes: int = 8, max_tokens: int = 40) -> np.ndarray:
     """A random family ``(L, K)``: ``K`` uniform in ``[2, max_classes]``, ``L`` in ``[K + 3, max_tokens]``; each
     class has a random support of 1 to ``L // 2`` tokens with weights uniform in ``[0.05, 1]``; columns
-    normalized."""
+    normalized. Chapter 3 checks Lemma 3 and Theorem 1(a)'s ``xi`` on such families."""
     check_int("max_classes", max_classes, low=2)
     check_int("max_tokens", max_tokens, low=max_classes + 3)
     K = int(rng.integers(2, max_classes + 1))
@@ -67,7 +67,8 @@ def random_inputs(rng: np.random.Generator, max_classes: int = 8, max_tokens: in
 
 def star_inputs(leaves: int = 5, overlap: float = 0.3, weak: float = 0.001, link: float = 0.05) -> np.ndarray:
     """A "star" family ``(leaves + 3, leaves + 2)``: class 1 (the centre) overlaps each of ``leaves`` classes
-    ``2..`` by ``overlap`` and class 0 by only ``weak``.
+    ``2..`` by ``overlap`` and class 0 by only ``weak``; Theorem 1(a)'s ``xi_0 > 0`` fails on it although
+    ``||E||_2 < 1`` (Chapter 3).
 
     Token ``i < leaves`` is shared by the centre (weight ``overlap``) and leaf ``i`` (its only token);
     token ``leaves`` by the centre (weight ``link``) and class 0 (weight ``weak / link``); the last two tokens

@@ -212,7 +212,8 @@ def eqn13_constants(classes: SequenceClasses, M: int | None = None) -> Eqn13Cons
 
 
 def leading_constants(K: int, S0: float) -> tuple[float, float]:
-    """Leading order of :func:`eqn13_constants` for ``1/M << S0 << 1``: ``a = (K - 1) S0^2``, ``b = a / K``."""
+    """Leading order of Eqn 13's constants (:func:`eqn13_constants`) for ``1/M << S0 << 1``:
+    ``a = (K - 1) S0^2``, ``b = a / K``."""
     check_int("K", K, low=2)
     a = (K - 1) * check_positive("S0", S0) ** 2
     return a, a / K

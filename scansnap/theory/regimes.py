@@ -51,7 +51,8 @@ def growth_bound_from_logits(t: object, z: object, ft: object) -> np.ndarray:
 
 
 def local_exponent(t: object, y: object) -> np.ndarray:
-    """``d ln y / d ln t`` along the first axis (second-order differences on a non-uniform ``ln t`` grid).
+    """``d ln y / d ln t`` along the first axis (second-order differences on a non-uniform ``ln t`` grid): 2 at
+    the start of Theorem 4's scanning regime, near 0 when it snaps.
 
     Args:
         t: ``(S,)`` increasing, > 0; y: ``(S, ...)`` > 0.
@@ -121,7 +122,7 @@ def transition_slope(eta_Y: object, eta_Z: object, times: object) -> tuple[float
 
 def value_at(t: object, y: object, at: object) -> np.ndarray:
     """Column ``c`` of ``y`` ``(S, C)`` at time ``at[c]``, interpolated linearly in ``ln t`` (``t > 0``; ``nan``
-    outside ``[t[0], t[-1]]``)."""
+    outside ``[t[0], t[-1]]``), e.g. ``B_n`` at each run's ``t0`` (Figure 9, claim C31)."""
     times, yy, pts = check_array("t", t, ndim=1), check_array("y", y, ndim=2), check_array("at", at, ndim=1)
     if (times <= 0).any() or yy.shape != (len(times), len(pts)):
         raise ValueError(f"y: must be (S, C) = ({len(times)}, {len(pts)}) on times > 0; got {yy.shape}")
@@ -132,7 +133,7 @@ def value_at(t: object, y: object, at: object) -> np.ndarray:
 
 def rate_grid(eta_Y0: float, eta_Z0: float, factor: float, n: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``n x n`` grid ``eta_Y = eta_Y0 q^i``, ``eta_Z = eta_Z0 q^j`` (``q = factor > 1``), flattened row-major:
-    ``(eta_Y, eta_Z)``, each ``(n * n,)``."""
+    ``(eta_Y, eta_Z)``, each ``(n * n,)``; Chapter 6 tests Theorem 4's learning-rate insights (C27-C31) on it."""
     check_positive("eta_Y0", eta_Y0)
     check_positive("eta_Z0", eta_Z0)
     if not factor > 1:
@@ -144,7 +145,8 @@ def rate_grid(eta_Y0: float, eta_Z0: float, factor: float, n: int) -> tuple[np.n
 def grid_lines(nY: int, nZ: int, kind: str) -> list[list[int]]:
     """Lines of flat indices through an ``nY x nZ`` grid, each ordered by increasing learning rate:
     ``"eta_Y"`` (``eta_Y`` grows at fixed ``eta_Z``), ``"eta_Z"`` (``eta_Z`` grows at fixed ``eta_Y``) or
-    ``"scale"`` (both grow by the grid factor: fixed ratio; only lines of at least 2 cells)."""
+    ``"scale"`` (both grow by the grid factor: fixed ratio; only lines of at least 2 cells). These are the
+    directions of Theorem 4's learning-rate insights (C27-C30) and of Figure 9's fixed ratio (C31)."""
     check_int("nY", nY, low=1)
     check_int("nZ", nZ, low=1)
     check_choice("kind", kind, ("eta_Y", "eta_Z", "scale"))
@@ -159,7 +161,8 @@ def grid_lines(nY: int, nZ: int, kind: str) -> list[list[int]]:
 def order_share(values: object, lines: list[list[int]], direction: str) -> tuple[float, float]:
     """How ``values`` ``(C,)`` move along ``lines`` (:func:`grid_lines`): the share of adjacent steps that go
     ``direction`` (``"up"`` or ``"down"``; a ``nan`` step counts against), and the median relative step
-    ``|v_{k+1} / v_k - 1|`` of those that do (0 if none)."""
+    ``|v_{k+1} / v_k - 1|`` of those that do (0 if none): how well a grid follows one of Theorem 4's
+    learning-rate insights (C27-C30)."""
     v = np.asarray(values, dtype=np.float64)
     sign = {"up": 1.0, "down": -1.0}[check_choice("direction", direction, ("up", "down"))]
     steps = [(v[a], v[b]) for line in lines for a, b in zip(line[:-1], line[1:], strict=True)]
@@ -170,7 +173,8 @@ def order_share(values: object, lines: list[list[int]], direction: str) -> tuple
 
 
 def line_spread(values: object, lines: list[list[int]]) -> np.ndarray:
-    """``(max - min) / |mean|`` of ``values`` ``(C,)`` along each line: ``(len(lines),)``."""
+    """``(max - min) / |mean|`` of ``values`` ``(C,)`` along each line: ``(len(lines),)`` (C31: ``B_n(t0)`` does
+    not change along a line of fixed ratio, Figure 9)."""
     v = np.asarray(values, dtype=np.float64)
     return np.array([(v[line].max() - v[line].min()) / abs(v[line].mean()) for line in lines])
 
@@ -207,7 +211,8 @@ def measure_growth(t: object, log_chi: object, B: object, eta_Y: object, eta_Z: 
     """:class:`GrowthMeasures` of ``ln chi`` and ``B`` ``(S, C)`` sampled at steps ``t`` ``(S,)`` (only the samples
     after the last one with some ``ln chi <= 0`` or ``B <= 0`` are used: sampling noise can make them dip),
     for configurations with rates ``eta_Y``, ``eta_Z`` ``(C,)`` and ``t0 = K ln M / eta_Y``; the start's exponent
-    is read at ``t_early`` (default: the first sample used); ``a_over_b`` goes to :func:`snap_time`."""
+    is read at ``t_early`` (default: the first sample used); ``a_over_b`` goes to :func:`snap_time`. These are
+    the numbers of Theorem 4's regimes that Chapter 6 judges."""
     times = check_array("t", t, ndim=1)
     lc, b = check_array("log_chi", log_chi, ndim=2), check_array("B", B, ndim=2)
     eY, eZ = check_array("eta_Y", eta_Y, ndim=1), check_array("eta_Z", eta_Z, ndim=1)

@@ -55,15 +55,16 @@ def _attended(classes: SequenceClasses, Z: torch.Tensor | None) -> torch.Tensor:
 
 
 def residual_inputs(classes: SequenceClasses, Z: torch.Tensor | None = None) -> torch.Tensor:
-    """``V`` ``(M, K)``: the decoder's inputs with the residual connection, columns ``v~_n`` (default ``Z = 0``)."""
+    """``V`` ``(M, K)``: the decoder's inputs with the residual connection of Sec. 7, columns ``v~_n`` (default
+    ``Z = 0``); they replace Theorem 1's ``F``."""
     f = _attended(classes, Z)
     v = f + torch.nn.functional.one_hot(classes.query, classes.M).to(F64)
     return (v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)).T
 
 
 def residual_overlap_formula(classes: SequenceClasses, Z: torch.Tensor | None = None) -> torch.Tensor:
-    """The derived closed form of the overlaps ``E`` ``(K, K)`` with the residual (module docstring), from the
-    attention ``f_n`` alone; valid when no query token is a contextual token of any class."""
+    """The derived closed form of the overlaps ``E`` ``(K, K)`` with the residual (module docstring; Sec. 7,
+    claim C33), from the attention ``f_n`` alone; valid when no query token is a contextual token of any class."""
     f = _attended(classes, Z)
     same = (classes.query[:, None] == classes.query[None, :]).to(F64)
     sq = 1 + (f * f).sum(-1)
@@ -141,7 +142,8 @@ def token_roles(classes: SequenceClasses) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def role_agreement(dz: torch.Tensor, roles: torch.Tensor, tol: float = 0.0) -> np.ndarray:
-    """Whether each entry moved as its role predicts: ``dz`` ``(..., M, M)`` logit changes, ``roles`` ``(M, M)``.
+    """Whether each entry moved as its role predicts (Theorem 2's fates, global or local to a query: claim C33):
+    ``dz`` ``(..., M, M)`` logit changes, ``roles`` ``(M, M)``.
 
     Returns:
         ``(..., E)`` bool over the ``E`` entries with a role (row-major order): distinct entries with

@@ -110,7 +110,8 @@ def measured_rate(f: np.ndarray, probs: np.ndarray, distinct: np.ndarray) -> np.
 
 def drop_steps(share: np.ndarray, tau: float) -> np.ndarray:
     """The scanning order: for each token, the first snapshot index at which ``share`` falls below
-    ``tau`` times its initial value; ``S`` (one past the last) for a token that never does.
+    ``tau`` times its initial value; ``S`` (one past the last) for a token that never does. Theorem 3 says
+    distinct tokens drop in order of increasing ``P(l|n)`` (claim C21).
 
     Args:
         share: ``(S, L)`` attention of ``L`` tokens at ``S`` snapshots (row 0 the start, positive).
@@ -151,9 +152,9 @@ def top_set(share: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> frozens
 
 
 def deviation_at_growth(chi: np.ndarray, deviation: np.ndarray, chi_star: float) -> tuple[float, float]:
-    """Summarize :func:`eqn11_deviation` for one run: the deviation (worst over tokens) at the first snapshot
-    at which ``chi_l0`` reaches ``chi_star`` (nan if it never does), so that runs are compared at the same
-    amount of scanning; and its maximum over the run.
+    """Summarize :func:`eqn11_deviation` (the distance from Theorem 3's Eqn 11) for one run: the deviation
+    (worst over tokens) at the first snapshot at which ``chi_l0`` reaches ``chi_star`` (nan if it never does),
+    so that runs are compared at the same amount of scanning; and its maximum over the run.
 
     Args:
         chi: ``(S,)`` growth factor of the dominant token; deviation: ``(L - 1, S)``; chi_star: ``> 1``.
@@ -178,7 +179,8 @@ def band_share(chi: np.ndarray, lower: np.ndarray, upper: np.ndarray, rtol: floa
 
 
 def modal_set(shares: np.ndarray, tokens: np.ndarray, mass: float = 0.5) -> tuple[frozenset[int], float]:
-    """The :func:`top_set` that most runs pick, and the share of runs that pick it (ties: the first seen).
+    """The :func:`top_set` that most runs pick, and the share of runs that pick it (ties: the first seen): how
+    consistently a learning rate picks its subset of distinct tokens (paper Fig. 5, claim C37).
 
     Args:
         shares: ``(runs, L)`` attention of the tokens ``tokens`` ``(L,)`` in each run; mass: as in :func:`top_set`.

@@ -65,7 +65,8 @@ def _inverse_weights(weights: object, z0: object | None) -> np.ndarray:
 
 
 def growth_law_attention(weights: object, chi: object, z0: object | None = None) -> np.ndarray:
-    """The distinct attention of one class when the dominant token's growth factor is ``chi``.
+    """The distinct attention of one class along Theorem 3's growth law (Eqn 11) when the dominant token's growth
+    factor is ``chi``.
 
     Args:
         weights: ``(L,)`` ``P(l|n)`` of the class's distinct tokens (> 0; any common scale).
@@ -88,7 +89,8 @@ def growth_law_attention(weights: object, chi: object, z0: object | None = None)
 
 
 def entropy(p: object) -> np.ndarray:
-    """Entropy (nats) over the last axis of distributions ``p`` ``(..., L)`` (``0 ln 0 = 0``)."""
+    """Entropy (nats) over the last axis of distributions ``p`` ``(..., L)`` (``0 ln 0 = 0``): the sparsity measure
+    of the paper's Figure 6."""
     q = _finite("p", p)
     if (q < 0).any():
         raise ValueError("p: must be non-negative")
@@ -97,7 +99,8 @@ def entropy(p: object) -> np.ndarray:
 
 
 def entropy_tail(weights: object, chi: object, z0: object | None = None) -> np.ndarray:
-    """The large-``chi`` asymptote ``chi^(-1/2) ln(chi) / 2 * sum_{l != l0} sqrt(a_0 / (a_l - a_0))``.
+    """The large-``chi`` asymptote ``chi^(-1/2) ln(chi) / 2 * sum_{l != l0} sqrt(a_0 / (a_l - a_0))`` of the
+    entropy along Theorem 3's growth law.
 
     The entropy of :func:`growth_law_attention` divided by this tends to 1 as ``chi -> infinity``
     (needs a unique dominant token: ``a_l > a_0`` for every other ``l``).
@@ -113,7 +116,8 @@ def entropy_tail(weights: object, chi: object, z0: object | None = None) -> np.n
 
 
 def optimum_root(M: int) -> float:
-    """The positive root ``u*`` of ``phi(u) = exp(u) (2 - u) + (M - 1) u - 2`` (``M >= 2``)."""
+    """The positive root ``u*`` of ``phi(u) = exp(u) (2 - u) + (M - 1) u - 2`` (``M >= 2``), which places the
+    learning rate ``eta_Y*`` that maximizes Eqn 14's ``B`` at a fixed horizon (:func:`horizon_optimum`)."""
     check_int("M", M, low=2)
 
     def phi(u: float) -> float:
