@@ -35,8 +35,9 @@ def show(made, *fig_ids: str) -> None:
 
 
 def glue_value(key: str, value: object) -> None:
-    """Glue a run-dependent number or string for prose (``{glue:text}`key:.3f```)."""
-    _glue(key, value)
+    """Glue a run-dependent number or string for prose (``{glue:text}`key:.3f```); numpy scalars are glued as
+    Python numbers (numpy 2 writes ``np.float64(...)``, which a format spec cannot read)."""
+    _glue(key, value.item() if hasattr(value, "item") and getattr(value, "ndim", None) == 0 else value)
 
 
 def record(verdicts: Iterable[Verdict]):

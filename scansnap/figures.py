@@ -229,7 +229,9 @@ def gallery_markdown(base: str = "", out: Path | None = None) -> str:
                                for c in r.claims) or "none (an illustration)"
         remake = (f"<code>python -m scansnap reproduce {r.id} --profile {r.profile}</code><br>"
                   f"check against the published data: add <code>--check</code>")
-        cite = f"<details><summary>BibTeX</summary><pre>{html.escape(bibtex(r))}</pre></details>"
+        # braces as entities: MyST's substitution extension would read "{{" in the page as a template
+        entry = html.escape(bibtex(r)).replace("{", "&#123;").replace("}", "&#125;")
+        cite = f"<details><summary>BibTeX</summary><pre>{entry}</pre></details>"
         rows.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", "&#10;")
                                       for c in (paper, figure, files, verdicts, remake, cite)) + " |")
     if len(rows) == 2:
