@@ -78,7 +78,7 @@ def test_gallery_is_a_table_with_paper_figure_files_verdicts_command_and_bibtex(
     for needle in ('href="../book/chapters/01-setting.html#fig-test"', 'src="../figures/fig-test.png"',
                    'href="../figures/fig-test.svg"', 'href="../figures/fig-test.csv"',
                    f'href="../book/claims.html#c1">C1</a>: **{claims.headline("C1")}**',
-                   "python -m scansnap reproduce fig-test --profile smoke", "--check", "@misc{scansnap-fig-test,"):
+                   "python -m scansnap reproduce fig-test --profile smoke", "--check", "@misc&#123;scansnap-fig-test,"):
         assert needle in paper_row, needle
 
 
