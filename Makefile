@@ -78,8 +78,10 @@ book: venv
 smoke:
 	@$(MAKE) --no-print-directory book SCANSNAP_PROFILE=smoke
 
+# The suite runs on TEST_WORKERS processes (pytest-xdist; every test is seeded and single-threaded).
+TEST_WORKERS ?= 2
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # The real-browser test (tests/test_site.py, marker `site`) of an already built site: it needs
 # Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium chromium-driver; never
