@@ -37,3 +37,12 @@ def names(param: str) -> str:
     """A ``pytest.raises(match=...)`` pattern: the message starts with the parameter's name (every
     ``ValueError`` of the package reads ``"<param>: ..."``)."""
     return rf"^{re.escape(param)}\b"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """A headless Debian Chromium in a fresh profile (site tests only: ``tests/site_browser.py``)."""
+    from site_browser import chromium
+
+    with chromium() as context:
+        yield context
