@@ -39,6 +39,7 @@ def atomic_write(path: Path, payload: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a published file gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -48,3 +49,9 @@ def atomic_write(path: Path, payload: bytes) -> None:
 def dump_json(obj: object) -> bytes:
     """``obj`` as indented, key-sorted JSON bytes ending in a newline."""
     return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -116,3 +116,15 @@ def test_save_rejects_bad_names(name: str) -> None:
 def test_save_rejects_bad_profile() -> None:
     with pytest.raises(ValueError, match=r"^profile\b"):
         figures.save(_fig(), "fig-c", {"x": [1]}, {}, caption="", chapter="c", profile="huge")
+
+
+def test_written_files_get_the_usual_mode_not_mkstemps_0600(tmp_path) -> None:
+    import os
+    import stat
+
+    from scansnap._io import atomic_write
+
+    atomic_write(tmp_path / "a.txt", b"x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o666 & ~mask
