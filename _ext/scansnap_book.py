@@ -121,7 +121,19 @@ def _imports_of_module(root: Path, name: str) -> frozenset[str]:
                 module = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [module]).strip(".")
             found.add(module)
             found |= {f"{module}.{a.name}" for a in node.names}
+    if path.name == "__init__.py" and "import_module(" in path.read_text():
+        found |= set(_submodules(root, name))
     return frozenset(m for m in found if m.split(".")[0] == LIBRARY and _module_file(root, m))
+
+
+def _submodules(root: Path, package: str) -> list[str]:
+    """Every module and subpackage directly inside ``package``: a package ``__init__`` that loads its
+    submodules by name (``importlib.import_module``, as ``scansnap.theory`` and ``scansnap.experiments`` do)
+    runs all of them, though no import statement names them."""
+    folder = root.joinpath(*package.split("."))
+    found = [f"{package}.{p.stem}" for p in folder.glob("*.py") if p.name != "__init__.py"]
+    found += [f"{package}.{p.parent.name}" for p in folder.glob("*/__init__.py")]
+    return sorted(found)
 
 
 def library_closure(root: Path, source: str) -> list[str]:

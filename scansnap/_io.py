@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["INSTALLED_DEFAULT", "artifacts_dir", "atomic_write", "dump_json", "source_checkout"]
+import numpy as np
+
+__all__ = ["INSTALLED_DEFAULT", "artifacts_dir", "atomic_write", "dump_json", "jsonable", "source_checkout"]
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALLED_DEFAULT = "scansnap-artifacts"
@@ -49,6 +52,20 @@ def atomic_write(path: Path, payload: bytes) -> None:
 def dump_json(obj: object) -> bytes:
     """``obj`` as indented, key-sorted JSON bytes ending in a newline."""
     return (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode()
+
+
+def jsonable(obj: object) -> object:
+    """``obj`` made JSON-ready: mappings with string keys, arrays, tuples and tensors as lists, numpy scalars
+    as Python numbers."""
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray | list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if hasattr(obj, "tolist"):  # torch tensors
+        return obj.tolist()
+    return obj
 
 
 def _umask() -> int:

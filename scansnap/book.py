@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from scansnap import claims
-from scansnap.verdicts import EVIDENCE, Verdict
+from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
 
-__all__ = ["glue_value", "record", "show"]
+__all__ = ["glue_value", "record", "show", "undecided"]
 
 
 def _glue(key: str, value: object) -> None:
@@ -41,14 +41,33 @@ def glue_value(key: str, value: object) -> None:
 
 
 def record(verdicts: Iterable[Verdict]):
-    """Record ``verdicts`` (:func:`scansnap.claims.record`), glue them, and return a table of them to display."""
+    """Record ``verdicts`` (:func:`scansnap.claims.record`), glue them, and return a table of them to display:
+    each verdict with its evidence kind, its numbers and its control's, then, in words, which claims are
+    inconclusive here and what would decide them."""
     from IPython.display import Markdown
 
     made = claims.record(*verdicts)
-    rows = ["| claim | evidence | verdict | numbers |", "|---|---|---|---|"]
+    rows = ["| claim | evidence | verdict | numbers (and the control's) |", "|---|---|---|---|"]
     for v in made:
         _glue(f"verdict-{v.claim}-{v.evidence}", Markdown(f"**{v.level}**"))
-        rows.append(f"| {v.claim} | {EVIDENCE[v.evidence]} | **{v.level}** | {v.summary().replace('|', '/')} |")
+        rows.append(f"| {v.claim} | {EVIDENCE[v.evidence]} | **{v.label()}** | {v.summary().replace('|', '/')} |")
     for cid in dict.fromkeys(v.claim for v in made):
         _glue(f"verdict-{cid}", Markdown(f"**{claims.headline(cid)}**"))
-    return Markdown("\n".join(rows))
+    return Markdown("\n".join(rows) + "\n\n" + undecided(made))
+
+
+def undecided(made: Iterable[Verdict]) -> str:
+    """In words: which of ``made`` are inconclusive, why, and what would decide each (empty when none is)."""
+    lines = []
+    for v in made:
+        if v.level != INCONCLUSIVE:
+            continue
+        if v.reason.startswith("reduced protocol"):
+            decide = ("a run at the paper's protocol (the `paper` profile: "
+                      f"`python -m scansnap reproduce <figure> --profile paper`), which this run cuts: {'; '.join(v.reduced)}")
+        else:
+            decide = (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same "
+                      "rule) already shows, e.g. a longer horizon or a larger effect size")
+        lines.append(f"- **{v.claim}** ({v.evidence}) is inconclusive here: {v.reason}. What would decide it: "
+                     f"{decide}.")
+    return ("**Undecided here**\n\n" + "\n".join(lines)) if lines else ""

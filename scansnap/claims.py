@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+from scansnap import profiles
 from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir, atomic_write, dump_json
-from scansnap.verdicts import EVIDENCE, LEVELS, TRAINING_KINDS, Verdict, worst
+from scansnap.verdicts import EVIDENCE, LEVELS, THEORY_KINDS, TRAINING_KINDS, Verdict, worst
 
 __all__ = [
     "CLAIMS",
@@ -148,10 +149,13 @@ CLAIMS: tuple[Claim, ...] = (
           r"$t_0$.", "App. F, Fig. 9", _CH[6]),
     Claim("C32", _T, r"The simplified $e^{4z}$ dynamics of Eqn 13 match the exact symmetric system up to an "
           r"$O(1)$ constant.", "Sec. 6, Eqn 13", _CH[6]),
-    Claim("C33", _T, r"With a residual connection only classes sharing a query interact; distinct and common "
-          r"tokens become local to a query.", "Sec. 7", _CH[9]),
-    Claim("C34", _E, r"A smaller $\eta_Y$ at fixed $\eta_Z$ gives a later transition and a larger growth factor "
-          r"(Figure 3).", "Fig. 3", _CH[6]),
+    Claim("C33a", _T, r"With a residual connection only classes that share a query interact: the attention of a "
+          r"query moves only through classes of that query.", "Sec. 7 (first half of the notes' C33)", _CH[9]),
+    Claim("C33b", _T, r"With a residual connection distinct and common tokens become local to a query: each token's "
+          r"fate (rise or fall) follows the classes of its own query.", "Sec. 7 (second half of the notes' C33)",
+          _CH[9]),
+    Claim("C34", _T, r"A smaller $\eta_Y$ at fixed $\eta_Z$ gives a later transition and a larger growth factor "
+          r"(Figure 3, which the paper calls a numerical simulation).", "Fig. 3", _CH[6]),
     Claim("C35", _E, r"On Syn-Small the attention becomes sparse: common-token mass falls and distinct tokens end "
           r"ordered by $\mathbb P(l \mid n)$ (Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
     Claim("C36", _E, r"On Syn-Small a larger $\eta_Y$ at fixed $\eta_Z$ converges faster but ends less sparse "
@@ -192,6 +196,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("X6", _E, r"Heads from independent initializations together attend to more distinct tokens per class "
           r"than one head of the same total width (all heads started from one draw).",
           "Sec. 5 (multi-head remark), tested in Chapter 9", _CH[9], origin="book"),
+    Claim("X7", _E, r"On WikiText-2 the first-layer validation attention entropy of a 3-layer model also decreases with a "
+          r"larger learning rate (C41 beyond the paper's 1-layer Figure 10).", "App. G, extended in Chapter 8",
+          _CH[8], origin="book"),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
 if len(_BY_ID) != len(CLAIMS):
@@ -206,9 +213,18 @@ def get(claim_id: str) -> Claim:
 
 
 def admissible(claim_id: str) -> tuple[str, ...]:
-    """The evidence kinds that can decide ``claim_id``: every kind for a claim of the theory; training or
-    real data for a claim about what training does."""
-    return tuple(EVIDENCE) if get(claim_id).kind == "theory" else TRAINING_KINDS
+    """The evidence kinds that decide ``claim_id``: derivation and simulation of the theory's own model for a
+    claim of the theory; training or real data for a claim about what training does."""
+    return THEORY_KINDS if get(claim_id).kind == "theory" else TRAINING_KINDS
+
+
+def describes_training(claim_id: str) -> list[Verdict]:
+    """For a claim of the theory: its verdicts on training evidence, which answer "does the theorem describe
+    the trained model?" (shown beside the headline, with the premise a miss points to; never the headline).
+    Empty for a claim about training."""
+    if get(claim_id).kind != "theory":
+        return []
+    return [v for v in verdicts(claim_id) if v.evidence in TRAINING_KINDS]
 
 
 def _path(claim_id: str):
@@ -233,7 +249,7 @@ def record(*made: Verdict) -> list[Verdict]:
         if not isinstance(v, Verdict):
             raise ValueError(f"made: must be Verdict objects returned by a rule; got {type(v).__name__}")
         kept = [old for old in verdicts(v.claim) if old.evidence != v.evidence]
-        v = v.stamped()
+        v = v.stamped(profiles.current())
         atomic_write(_path(v.claim), dump_json({"claim": v.claim, "verdicts": [asdict(x) for x in [*kept, v]]}))
         stamped.append(v)
     return stamped

@@ -24,9 +24,9 @@ import numpy as np
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from scansnap import claims, profiles, provenance
+from scansnap import profiles, provenance
 from scansnap._checks import check_choice
-from scansnap._io import artifacts_dir, atomic_write, dump_json, source_checkout
+from scansnap._io import artifacts_dir, atomic_write, dump_json, jsonable, source_checkout
 
 __all__ = [
     "ATOL",
@@ -118,9 +118,9 @@ def save(
         files["data"] = f"{name}.data.json"
     atomic_write(folder / files["png"], _render(fig, "png"))
     atomic_write(folder / files["svg"], _render(fig, "svg"))
-    atomic_write(folder / files["data"], _csv(table) if table else dump_json(_jsonable(data)))
+    atomic_write(folder / files["data"], _csv(table) if table else dump_json(jsonable(data)))
     record = FigureRecord(
-        id=name, caption=caption, chapter=chapter, claims=list(claims), params=_jsonable(dict(params)),
+        id=name, caption=caption, chapter=chapter, claims=list(claims), params=jsonable(dict(params)),
         profile=profile, version=provenance.version(), commit=provenance.git_commit(),
         wall_time_s=round(float(wall_time_s), 3), date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         command=f"python -m scansnap reproduce {name} --profile {profile}", files=files,
@@ -209,13 +209,14 @@ def bibtex(record: FigureRecord) -> str:
     return f"@misc{{scansnap-{record.id},\n{body}\n}}"
 
 
-def gallery_markdown(base: str = "", out: Path | None = None) -> str:
+def gallery_markdown(headlines: Mapping[str, str], base: str = "", out: Path | None = None) -> str:
     """Every saved figure as one row of a Markdown table: the paper's figure it re-makes, the book's figure
-    (thumbnail and anchor), its files, its claims with their headline verdicts (:func:`scansnap.claims.headline`),
-    the command that re-makes and checks it, and a BibTeX entry (:func:`bibtex`). Re-made paper figures come
-    first, in the paper's order.
+    (thumbnail and anchor), its files, its claims with their headline verdicts, the command that re-makes and
+    checks it, and a BibTeX entry (:func:`bibtex`). Re-made paper figures come first, in the paper's order.
 
     Args:
+        headlines: claim id -> its headline verdict (:func:`scansnap.claims.headline`; a claim not in it reads
+            "not yet checked").
         base: prefix from the page showing the gallery to the site root (``"../"`` from ``book/``).
         out: artifacts folder (default :func:`scansnap._io.artifacts_dir`).
     """
@@ -225,8 +226,9 @@ def gallery_markdown(base: str = "", out: Path | None = None) -> str:
         figure = (f'<a href="{base}{r.anchor}"><img src="{base}figures/{r.files["png"]}" alt="{r.id}" width="160">'
                   f'<br><code>{r.id}</code></a><br>{r.chapter.rsplit("/", 1)[-1]}')
         files = " · ".join(f'<a href="{base}figures/{r.files[k]}">{k}</a>' for k in _KINDS if k in r.files)
-        verdicts = "<br>".join(f'<a href="{base}book/claims.html#{c.lower()}">{c}</a>: **{claims.headline(c)}**'
-                               for c in r.claims) or "none (an illustration)"
+        verdicts = "<br>".join(f'<a href="{base}book/claims.html#{c.lower()}">{c}</a>: '
+                               f'**{headlines.get(c, "not yet checked")}**' for c in r.claims)
+        verdicts = verdicts or "none (an illustration)"
         remake = (f"<code>python -m scansnap reproduce {r.id} --profile {r.profile}</code><br>"
                   f"check against the published data: add <code>--check</code>")
         # braces as entities: MyST's substitution extension would read "{{" in the page as a template
@@ -344,15 +346,3 @@ def _csv(table: dict[str, np.ndarray]) -> bytes:
     for row in zip(*table.values(), strict=True):
         writer.writerow([repr(float(v)) if isinstance(v, float | np.floating) else v for v in row])
     return buf.getvalue().encode()
-
-
-def _jsonable(obj: object) -> object:
-    if isinstance(obj, Mapping):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, np.ndarray | list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if hasattr(obj, "tolist"):  # torch tensors
-        return obj.tolist()
-    return obj

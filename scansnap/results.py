@@ -26,7 +26,7 @@ import torch
 
 from scansnap import profiles
 from scansnap._checks import check_choice
-from scansnap._io import atomic_write
+from scansnap._io import atomic_write, jsonable
 
 __all__ = ["Config", "load", "save"]
 
@@ -57,7 +57,35 @@ class Config:
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as JSON-ready values (tuples become lists)."""
-        return _jsonable(dataclasses.asdict(self))
+        return jsonable(dataclasses.asdict(self))
+
+    GATED: ClassVar[tuple[str, ...]] = ()
+    """The fields on which the paper's protocol (the ``paper`` preset) is the minimum for a negative verdict:
+    a run below it on any of them is a reduced protocol (:meth:`shortfall`)."""
+
+    def protocol(self) -> str:
+        """How a run with this configuration is made, in words: the one text verdicts, captions' provenance
+        and the ledger use (a subclass writes it as prose; the default lists the fields)."""
+        return "; ".join(f"{k} = {v}" for k, v in self.to_dict().items())
+
+    def shortfall(self) -> tuple[str, ...]:
+        """What this configuration cuts from the paper's protocol, one phrase per :attr:`GATED` field (empty:
+        at or above it). A number below the paper's, fewer items than the paper's tuple, or a limit where the
+        paper has none (``None``) is a cut."""
+        paper = self.preset("paper")
+        cuts = []
+        for name in self.GATED:
+            mine, ref = getattr(self, name), getattr(paper, name)
+            if ref is None:
+                cut = mine is not None
+                cuts += [f"{name} {mine} (the paper's: no limit)"] if cut else []
+            elif isinstance(ref, tuple | list):
+                cuts += [f"{name}: {len(mine)} (the paper's: {len(ref)})"] if len(mine) < len(ref) else []
+            elif isinstance(ref, bool | str):
+                cuts += [f"{name} {mine} (the paper's: {ref})"] if mine != ref else []
+            elif mine is None or mine < ref:
+                cuts.append(f"{name} {mine} (the paper's: {ref})")
+        return tuple(cuts)
 
 
 def save(result: object, path: Path) -> Path:
@@ -132,13 +160,3 @@ def _decode(tp: object, meta: object, arrays: dict[str, np.ndarray]) -> Any:
 
 def _is(tp: object, cls: type) -> bool:
     return tp is cls or cls in typing.get_args(tp)
-
-
-def _jsonable(obj: object) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj

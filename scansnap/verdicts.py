@@ -1,45 +1,67 @@
-"""Verdict rules: how measured numbers become a verdict, fixed in code before any run.
+"""Verdict rules: how measured numbers become a verdict, fixed in code (and locked in ``ledger/rules.json``)
+before any run.
 
-A :class:`Rule` judges one claim on one **kind of evidence** (:data:`EVIDENCE`) from named numbers,
-each held against a :class:`Criterion` with two thresholds: the value that **verifies** the claim
-and the weaker value that **partly verifies** it. Thresholds are effect sizes (an error bound, a
-share of runs, a minimum fall), never only a sign. The rule states itself in words
-(:meth:`Rule.text`), and every :class:`Verdict` it returns carries the rule, the numbers it used and
-their thresholds, the evidence kind and the protocol of the run, so a reader of the ledger sees why.
+A :class:`Rule` judges one claim on one **kind of evidence** (:data:`EVIDENCE`). It is declared against a
+typed **measures** dataclass (the analysis the experiment computes): each :class:`Criterion` names a field
+of it (checked when the rule is made, i.e. when its module is imported) and holds it against two
+thresholds, the value that **verifies** the claim and the weaker value that **partly verifies** it.
+Thresholds are effect sizes that respect the number's uncertainty (a criterion on a fitted or averaged
+number reads the far end of its interval, and says so in its words). Every rule names the
+**alternative** it rules out: its criteria sit where the claim and that alternative differ.
 
-How the criteria combine (:meth:`Rule.judge`): **verified** when every criterion reaches its
-``verified`` threshold; **not reproduced** when a ``required`` criterion misses its ``partly``
-threshold, or when every criterion misses it; **partly verified** otherwise.
+How a verdict is made (:meth:`Rule.judge`):
 
-Rules live next to the experiment whose result they judge (``scansnap.experiments.chNN_*``, each
-module's ``RULES``); :func:`all_rules` collects them, and ``tests/test_verdicts.py`` makes every
-rule pass, partly pass and fail on numbers built from its own thresholds.
+1. the criteria combine: **verified** when every criterion reaches its ``verified`` threshold; **not
+   reproduced** when a ``required`` criterion misses its ``partly`` threshold, or every criterion misses
+   it; **partly verified** otherwise (:meth:`Rule.level`);
+2. **control**: a rule on training or real-data evidence is also judged on its control, the same measures
+   taken in the same run on a null that cannot carry the claimed effect (by default the model at step 0,
+   before any update; a rule may name another null). When the control reaches the same level, the verdict
+   is **inconclusive**: the rule would have passed without the effect;
+3. **protocol gate**: a run below the paper's protocol (:meth:`scansnap.results.Config.shortfall`) can
+   verify or partly verify (the verdict is labelled "reduced protocol: ..."), but where the rule fails the
+   verdict is **inconclusive (reduced protocol)**, never "not reproduced".
+
+Rules live next to the experiment whose result they judge (``scansnap.experiments.chNN_*``, each module's
+``RULES``; :func:`scansnap.experiments.all_rules` collects them); ``tests/test_verdicts.py`` makes every rule
+pass, partly pass, fail and be undone by its control, on measures built from its own thresholds.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import math
 import numbers as _numbers
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import Any
 
 from scansnap._checks import check_choice
 
 __all__ = [
+    "CONTROL_STEP0",
     "EVIDENCE",
+    "INCONCLUSIVE",
     "LEVELS",
+    "THEORY_KINDS",
+    "TRAINING_KINDS",
     "Criterion",
     "Rule",
     "Verdict",
-    "all_rules",
     "at_least",
     "at_most",
     "worst",
 ]
 
-LEVELS = ("verified", "partly verified", "not reproduced")
-"""The verdicts a rule can give, best first (an unrecorded claim reads "not yet checked")."""
+INCONCLUSIVE = "inconclusive"
+LEVELS = ("verified", "partly verified", INCONCLUSIVE, "not reproduced")
+"""The verdicts, in the ledger's order of display (an unrecorded claim reads "not yet checked").
+"inconclusive" is neither a pass nor a fail: the control passed too, or a run below the paper's protocol
+missed its thresholds."""
+
+_RULE_LEVELS = ("verified", "partly verified", "not reproduced")  # what the criteria alone can give
 
 EVIDENCE = {
     "derivation": "derivation (sympy or a closed form, checked numerically)",
@@ -50,12 +72,20 @@ EVIDENCE = {
 }
 """Kinds of evidence a verdict can rest on, and how the ledger names them."""
 
+THEORY_KINDS = ("derivation", "simulation")
+"""The kinds that decide a claim of the theory (training on a theory claim asks whether the theorem describes
+the trained model, and is shown beside)."""
+
 TRAINING_KINDS = ("training-population", "training-sampled", "real-data")
-"""The kinds that can decide a claim about what training does (an ``experiment`` claim)."""
+"""The kinds that decide a claim about what training does (an ``experiment`` claim); every rule on them is
+also judged on its control."""
+
+CONTROL_STEP0 = "the same measures on the model at step 0 (before any update), from the same run"
+"""The default control of a rule on training or real-data evidence."""
 
 
 def worst(levels: list[str]) -> str:
-    """The weakest of ``levels`` (each one of :data:`LEVELS`)."""
+    """The last of ``levels`` in the order of :data:`LEVELS` (the weakest)."""
     if not levels:
         raise ValueError("levels: must hold at least one verdict")
     return LEVELS[max(LEVELS.index(check_choice("level", lv, LEVELS)) for lv in levels)]
@@ -66,8 +96,9 @@ class Criterion:
     """One measured number held against two thresholds.
 
     Attributes:
-        name: the key of the number in the numbers a rule judges.
-        meaning: what the number is, in words (shown in the ledger).
+        name: the field of the rule's measures dataclass that holds the number.
+        meaning: what the number is, in words (shown in the ledger); for a fitted or averaged number, say
+            which end of its interval it is.
         op: ``">="`` (larger is better) or ``"<="`` (smaller is better).
         verified: the threshold that verifies this part of the claim.
         partly: the weaker threshold that partly verifies it (``None``: no partial credit).
@@ -130,12 +161,18 @@ class Verdict:
         claim: the claim id (``"C19"``, ``"X1"``).
         level: one of :data:`LEVELS`.
         evidence: a key of :data:`EVIDENCE`.
-        rule: the rule in words, thresholds included.
-        numbers: the measured numbers the rule used (name -> value).
-        protocol: how the numbers were made (data, model, optimizer, seeds, profile).
+        rule: the rule in words, thresholds, alternative and control included.
+        numbers: the measured numbers (every field of the rule's measures).
+        protocol: how the numbers were made (the configuration's :meth:`~scansnap.results.Config.protocol`).
         details: further measured context (formatted from the run, never written by hand).
         link: the page anchor where the numbers are shown (site-relative, ``book/chapters/...html#...``).
         recorded: when the verdict was recorded (UTC, ISO 8601; empty until recorded).
+        control: the control's numbers (empty for derivation and simulation).
+        control_level: what the criteria give on the control ("" when there is none).
+        reduced: what the run cut from the paper's protocol (empty: at or above it).
+        reason: why the level is "inconclusive" ("the control passes too", "reduced protocol: ..."), else "".
+        premise: for training evidence on a theory claim, the premise whose failure a miss points to.
+        profile: the profile the verdict was recorded under (set by :func:`scansnap.claims.record`).
     """
 
     claim: str
@@ -147,18 +184,42 @@ class Verdict:
     details: str = ""
     link: str = ""
     recorded: str = ""
+    control: dict[str, float] = field(default_factory=dict)
+    control_level: str = ""
+    reduced: tuple[str, ...] = ()
+    reason: str = ""
+    premise: str = ""
+    profile: str = ""
 
     def __post_init__(self) -> None:
         check_choice("level", self.level, LEVELS)
         check_choice("evidence", self.evidence, tuple(EVIDENCE))
+        object.__setattr__(self, "reduced", tuple(self.reduced))
 
-    def stamped(self) -> Verdict:
-        """This verdict with ``recorded`` set to now."""
-        return Verdict(**{**asdict(self), "recorded": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    def stamped(self, profile: str) -> Verdict:
+        """This verdict with ``recorded`` set to now and ``profile`` set."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return dataclasses.replace(self, recorded=now, profile=profile)
 
     def summary(self) -> str:
-        """The numbers the rule used, e.g. ``"max_error = 4.4e-16; instances = 200"``."""
-        return "; ".join(f"{k} = {_fmt(v)}" for k, v in self.numbers.items())
+        """The numbers the rule used, e.g. ``"max_error = 4.4e-16; instances = 200"``, then the control's."""
+        text = _numbers_text(self.numbers)
+        if self.control_level:
+            text += f" | control ({self.control_level}): {_numbers_text(self.control)}"
+        return text
+
+    def label(self) -> str:
+        """The level with its qualification, e.g. ``"inconclusive (the control passes too)"`` or
+        ``"verified (reduced protocol: steps 450 < 1500)"``."""
+        if self.reason:
+            return f"{self.level} ({self.reason})"
+        if self.reduced:
+            return f"{self.level} (reduced protocol: {'; '.join(self.reduced)})"
+        return self.level
+
+
+def _numbers_text(numbers: dict[str, float]) -> str:
+    return "; ".join(f"{k} = {_fmt(v)}" for k, v in numbers.items())
 
 
 @dataclass(frozen=True)
@@ -168,65 +229,132 @@ class Rule:
     Attributes:
         claim: the claim id.
         evidence: a key of :data:`EVIDENCE`.
+        measures: the dataclass the rule reads; every criterion names one of its fields, and every field
+            is a real number (extra fields are kept as context).
         criteria: the numbers and their thresholds.
+        alternative: what the rule rules out (the claim's alternative, e.g. "a power law chi ~ t^q, no snap").
+        control: the null the rule is also judged on (training and real-data evidence only; default
+            :data:`CONTROL_STEP0`).
+        premise: for training evidence on a theory claim, the premise of the theorem a miss points to.
         note: what the rule does not cover, or why these thresholds (shown with the rule).
     """
 
     claim: str
     evidence: str
+    measures: type
     criteria: tuple[Criterion, ...]
+    alternative: str
+    control: str = ""
+    premise: str = ""
     note: str = ""
 
     def __post_init__(self) -> None:
         check_choice("evidence", self.evidence, tuple(EVIDENCE))
+        who = f"the rule for {self.claim} ({self.evidence})"
         if not self.criteria:
-            raise ValueError(f"criteria: rule for {self.claim} needs at least one criterion")
+            raise ValueError(f"criteria: {who} needs at least one criterion")
         names = [c.name for c in self.criteria]
         if len(set(names)) != len(names):
-            raise ValueError(f"criteria: names must be unique in the rule for {self.claim}; got {names}")
+            raise ValueError(f"criteria: names must be unique in {who}; got {names}")
+        if not (isinstance(self.measures, type) and dataclasses.is_dataclass(self.measures)):
+            raise ValueError(f"measures: {who} must name a dataclass type; got {self.measures!r}")
+        fields = {f.name for f in dataclasses.fields(self.measures)}
+        missing = [n for n in names if n not in fields]
+        if missing:
+            raise ValueError(f"criteria: {who} names {missing}, not fields of {self.measures.__name__} "
+                             f"({sorted(fields)})")
+        if not self.alternative.strip():
+            raise ValueError(f"alternative: {who} must name the alternative it rules out")
+        if self.evidence in TRAINING_KINDS:
+            if not self.control:
+                object.__setattr__(self, "control", CONTROL_STEP0)
+        elif self.control:
+            raise ValueError(f"control: {who} is on {self.evidence} evidence, which has no control")
+
+    @property
+    def key(self) -> str:
+        """``"<claim>/<evidence>"``: the rule's key in ``ledger/rules.json``."""
+        return f"{self.claim}/{self.evidence}"
 
     def text(self) -> str:
-        """The rule in words."""
+        """The rule in words: criteria, the alternative it rules out, its control."""
         parts = "; ".join(c.words() for c in self.criteria)
         text = (f"verified when every number reaches its threshold: {parts}. Not reproduced when a required "
-                f"number misses its partly threshold (or all do); partly verified otherwise")
+                f"number misses its partly threshold (or all do); partly verified otherwise. "
+                f"Rules out: {self.alternative}")
+        if self.control:
+            text += f". Control: {self.control} (inconclusive when the control reaches the same level)"
+        if self.premise:
+            text += f". Premise a miss points to: {self.premise}"
         return text + (f". {self.note}" if self.note else "")
 
-    def level(self, numbers: Mapping[str, float]) -> str:
-        """The verdict for ``numbers`` (every criterion's name must be a key)."""
-        scores = []
-        for c in self.criteria:
-            if c.name not in numbers:
-                raise ValueError(f"numbers: the rule for {self.claim} needs {c.name!r}; got {sorted(numbers)}")
-            value = numbers[c.name]
-            if isinstance(value, bool) or not isinstance(value, _numbers.Real):
-                raise ValueError(f"numbers[{c.name!r}]: must be a real number; got {value!r}")
-            scores.append((c, c.score(float(value))))
-        if any(s == 0 and c.required for c, s in scores) or all(s == 0 for _, s in scores):
-            return LEVELS[2]
-        return LEVELS[0] if all(s == 2 for _, s in scores) else LEVELS[1]
+    def spec(self) -> dict[str, Any]:
+        """The rule as JSON-ready data (what ``ledger/rules.json`` locks)."""
+        return {"claim": self.claim, "evidence": self.evidence,
+                "measures": f"{self.measures.__module__}.{self.measures.__qualname__}",
+                "criteria": [asdict(c) for c in self.criteria], "alternative": self.alternative,
+                "control": self.control, "premise": self.premise, "note": self.note}
 
-    def judge(self, numbers: Mapping[str, float], *, protocol: str, details: str = "", link: str = "") -> Verdict:
-        """The :class:`Verdict` for ``numbers`` (extra numbers beyond the criteria are kept as context).
+    def fingerprint(self) -> str:
+        """A short hash of :meth:`spec` (changes whenever a threshold, criterion or word of the rule does)."""
+        return hashlib.sha256(json.dumps(self.spec(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def numbers(self, measures: object) -> dict[str, float]:
+        """The fields of ``measures`` (an instance of :attr:`measures`) as named real numbers."""
+        if not isinstance(measures, self.measures):
+            raise ValueError(f"measures: the rule for {self.claim} reads {self.measures.__name__}; "
+                             f"got {type(measures).__name__}")
+        out: dict[str, float] = {}
+        for f in dataclasses.fields(measures):
+            value = getattr(measures, f.name)
+            if isinstance(value, bool) or not isinstance(value, _numbers.Real):
+                raise ValueError(f"measures.{f.name}: must be a real number; got {value!r}")
+            out[f.name] = int(value) if isinstance(value, _numbers.Integral) else float(value)
+        return out
+
+    def level(self, measures: object) -> str:
+        """What the criteria alone give for ``measures``: verified, partly verified or not reproduced."""
+        values = self.numbers(measures)
+        scores = [(c, c.score(values[c.name])) for c in self.criteria]
+        if any(s == 0 and c.required for c, s in scores) or all(s == 0 for _, s in scores):
+            return _RULE_LEVELS[2]
+        return _RULE_LEVELS[0] if all(s == 2 for _, s in scores) else _RULE_LEVELS[1]
+
+    def judge(self, measures: object, config: Any, *, control: object = None, scope: str = "",
+              details: str = "", link: str = "") -> Verdict:
+        """The :class:`Verdict` for ``measures`` measured under ``config``.
 
         Args:
-            numbers: measured numbers, at least one per criterion.
-            protocol: how they were made (non-empty).
+            measures: an instance of :attr:`measures`.
+            config: the run's configuration (:class:`scansnap.results.Config`): its ``protocol()`` is the
+                verdict's protocol, its ``shortfall()`` the protocol gate (training and real data only).
+            control: the same measures on the rule's control (required for training and real data).
+            scope: which part of the run, appended to the protocol (e.g. ``"plain SGD, Eqn 7"``).
             details: further measured context, formatted from the run.
             link: page anchor of the numbers.
         """
+        level = self.level(measures)
+        protocol = config.protocol() + (f"; {scope}" if scope else "")
         if not protocol.strip():
-            raise ValueError(f"protocol: say how the numbers for {self.claim} were made (non-empty)")
-        level = self.level(numbers)
-        clean = {k: (int(v) if isinstance(v, _numbers.Integral) else float(v)) for k, v in numbers.items()}
-        return Verdict(self.claim, level, self.evidence, self.text(), clean, protocol.strip(), details.strip(), link)
-
-
-def all_rules() -> list[Rule]:
-    """Every rule of the library: the ``RULES`` of each experiment module."""
-    from scansnap import experiments
-
-    return [rule for module in experiments.modules() for rule in getattr(module, "RULES", ())]
+            raise ValueError(f"config: the protocol of {self.claim}'s run is empty")
+        extra: dict[str, Any] = {}
+        if self.evidence in TRAINING_KINDS:
+            if control is None:
+                raise ValueError(f"control: the rule for {self.claim} ({self.evidence}) must also be judged on "
+                                 f"its control: {self.control}")
+            control_level = self.level(control)
+            reduced = tuple(config.shortfall())
+            reason = ""
+            if level != _RULE_LEVELS[2] and _RULE_LEVELS.index(control_level) <= _RULE_LEVELS.index(level):
+                level, reason = INCONCLUSIVE, "the control passes too"
+            elif level == _RULE_LEVELS[2] and reduced:
+                level, reason = INCONCLUSIVE, "reduced protocol: " + "; ".join(reduced)
+            extra = dict(control=self.numbers(control), control_level=control_level, reduced=reduced,
+                         reason=reason, premise=self.premise)
+        elif control is not None:
+            raise ValueError(f"control: {self.evidence} evidence has no control (rule for {self.claim})")
+        return Verdict(self.claim, level, self.evidence, self.text(), self.numbers(measures), protocol.strip(),
+                       details.strip(), link, **extra)
 
 
 def _fmt(v: float) -> str:

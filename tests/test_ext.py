@@ -53,6 +53,48 @@ def test_real_chapters_depend_on_their_experiment_module() -> None:
     assert "scansnap.experiments.ch01_setting" in closure and "scansnap.data" in closure
 
 
+def test_a_package_that_loads_its_submodules_by_name_depends_on_all_of_them(tmp_path: Path) -> None:
+    """``scansnap.theory`` re-exports its submodules through ``importlib.import_module``: no import statement
+    names them, yet a page that imports the package runs every one."""
+    root = _tree(tmp_path)
+    (root / "scansnap" / "theory").mkdir()
+    (root / "scansnap" / "theory" / "__init__.py").write_text(
+        "import importlib\nimport pkgutil\nfor m in pkgutil.iter_modules(__path__):\n"
+        "    importlib.import_module(f'{__name__}.{m.name}')\n")
+    (root / "scansnap" / "theory" / "phase.py").write_text("P = 1\n")
+    page = "```{code-cell} ipython3\nfrom scansnap import theory\n```\n"
+    assert "scansnap.theory.phase" in ext.library_closure(root, page)
+    before = ext.library_hash(root, page)
+    (root / "scansnap" / "theory" / "phase.py").write_text("P = 2\n")
+    assert ext.library_hash(root, page) != before
+
+
+def test_chapter_6_depends_on_every_theory_module_it_runs() -> None:
+    """Editing ``scansnap/theory/phase.py`` (loaded by ``scansnap.theory`` by name) changes Chapter 6's cache key,
+    so ``make book`` re-executes it; likewise Chapters 2 and 3 depend on ``long_sequences`` and ``overlaps``."""
+    def closure(stem: str) -> list[str]:
+        return ext.library_closure(ROOT, (ROOT / "book" / "chapters" / f"{stem}.md").read_text())
+
+    assert {"scansnap.theory.phase", "scansnap.theory.regimes", "scansnap.theory.snapping"} <= set(
+        closure("06-phase-transition"))
+    assert "scansnap.theory.long_sequences" in closure("02-long-sequences")
+    assert "scansnap.theory.overlaps" in closure("03-decoder-dynamics")
+
+
+def test_editing_theory_phase_changes_chapter_6s_key(tmp_path: Path) -> None:
+    """The hash itself, on a copy of the real library: one added line in ``theory/phase.py`` changes it."""
+    import shutil
+
+    shutil.copytree(ROOT / "scansnap", tmp_path / "scansnap", ignore=shutil.ignore_patterns("__pycache__"))
+    page = (ROOT / "book" / "chapters" / "06-phase-transition.md").read_text()
+    before = ext.library_hash(tmp_path, page)
+    ext._imports_of_module.cache_clear()
+    with (tmp_path / "scansnap" / "theory" / "phase.py").open("a") as fh:
+        fh.write("\n# an edit\n")
+    assert ext.library_hash(tmp_path, page) != before
+    ext._imports_of_module.cache_clear()
+
+
 MINI_PAGE = """---
 jupytext:
   text_representation:
@@ -67,7 +109,7 @@ kernelspec:
 
 ```{code-cell} ipython3
 import time
-from scansnap import data
+from scansnap import data, theory
 print("X =", data.X, "at", time.time())
 ```
 """
@@ -90,6 +132,11 @@ def test_a_library_edit_reexecutes_the_pages_that_import_it_and_only_those(tmp_p
     (book / "_ext").mkdir(parents=True)
     (book / "_ext" / "scansnap_book.py").write_text((ROOT / "_ext" / "scansnap_book.py").read_text())
     _tree(book)
+    (book / "scansnap" / "theory").mkdir()
+    (book / "scansnap" / "theory" / "__init__.py").write_text(
+        "import importlib\nimport pkgutil\nfor m in pkgutil.iter_modules(__path__):\n"
+        "    importlib.import_module(f'{__name__}.{m.name}')\n")
+    (book / "scansnap" / "theory" / "phase.py").write_text("P = 1\n")
     (book / "_config.yml").write_text("title: mini\nexecute:\n  execute_notebooks: cache\n  raise_on_error: true\n"
                                       "sphinx:\n  local_extensions:\n    scansnap_book: _ext\n"
                                       "exclude_patterns: [_build, _ext, scansnap]\n")
@@ -101,4 +148,7 @@ def test_a_library_edit_reexecutes_the_pages_that_import_it_and_only_those(tmp_p
     (book / "scansnap" / "other.py").write_text("Y = 99\n")  # the page does not import it
     assert _build(book) == first  # served from the cache: same output, same time stamp
     (book / "scansnap" / "data.py").write_text("X = 2\n")  # the page imports it
-    assert _build(book).startswith("X = 2")  # re-executed against the new code
+    second = _build(book)
+    assert second.startswith("X = 2")  # re-executed against the new code
+    (book / "scansnap" / "theory" / "phase.py").write_text("P = 2\n")  # loaded by name, as theory.phase is
+    assert _build(book) != second  # re-executed: a new time stamp

@@ -33,6 +33,7 @@ from scansnap import figures, profiles, results
 from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.verdicts import Rule
 
 __all__ = [
     "Experiment",
@@ -40,6 +41,7 @@ __all__ = [
     "Made",
     "Progress",
     "all_experiments",
+    "all_rules",
     "figure_ids",
     "get",
     "load_result",
@@ -84,6 +86,11 @@ def _registry() -> tuple[dict[str, Experiment], dict[str, Experiment]]:
                     raise ValueError(f"figure id {spec.id!r} is defined twice (again in {module.__name__})")
                 by_figure[spec.id] = exp
     return by_id, by_figure
+
+
+def all_rules() -> list[Rule]:
+    """Every rule of the library: the ``RULES`` of each experiment module, in module order."""
+    return [rule for module in modules() for rule in getattr(module, "RULES", ())]
 
 
 def all_experiments() -> dict[str, Experiment]:

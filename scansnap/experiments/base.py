@@ -83,6 +83,12 @@ class Experiment(Generic[C, R]):
     verdicts: Callable[[R], list[Verdict]] = _no_verdicts
     work: Callable[[C], int] = _no_work
 
+    def link(self, anchor: str | None = None) -> str:
+        """The site-relative link of a verdict's numbers: ``<chapter>.html#<anchor>`` (default anchor: the
+        experiment's first figure; ``tests/test_book.py`` checks every recorded link's anchor is on its page)."""
+        anchor = anchor if anchor is not None else (self.figures[0].id if self.figures else "")
+        return f"{self.chapter}.html" + (f"#{anchor}" if anchor else "")
+
     def figure(self, fig_id: str) -> FigureSpec[R]:
         """The figure ``fig_id`` of this experiment."""
         for spec in self.figures:

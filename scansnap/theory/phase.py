@@ -34,11 +34,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from scipy.integrate import solve_ivp
+from scipy.optimize import brentq
 
 from scansnap._checks import check_array, check_int, check_positive
 from scansnap.data import SequenceClasses, sequence_classes
 from scansnap.theory import decoder
-from scansnap.theory.fates import corollary2_beta
+from scansnap.theory.fates import class_gradients, corollary2_beta, span_coefficients, unit_scores
 
 __all__ = [
     "Eqn13Constants",
@@ -53,6 +54,7 @@ __all__ = [
     "integrate_symmetric",
     "leading_constants",
     "lemma6_time",
+    "optimum_root",
     "snap_time_limit",
     "symmetric_family_weights",
     "symmetric_rates",
@@ -276,14 +278,27 @@ def integrate_symmetric(
     return SymmetricRun(t=times, z_common=z[:, 0], z_distinct=z[:, 1:], S=S, B=sol.y[L + 1])
 
 
+def optimum_root(M: int) -> float:
+    """The positive root ``u*`` of ``phi(u) = exp(u) (2 - u) + (M - 1) u - 2`` (``M >= 2``), which places the
+    learning rate ``eta_Y*`` that maximizes Eqn 14's ``B`` at a fixed horizon (:func:`horizon_optimum`)."""
+    check_int("M", M, low=2)
+
+    def phi(u: float) -> float:
+        return np.exp(u) * (2.0 - u) + (M - 1) * u - 2.0
+
+    # phi(u) = M u - u^3 / 6 + O(u^4) > 0 near 0, and phi is concave on u > 0: one sign change
+    hi = 2.0
+    while phi(hi) > 0:
+        hi *= 2.0
+    return brentq(phi, 1e-3, hi, xtol=1e-15, rtol=1e-15)
+
+
 def snap_time_limit(M: int, K: int, eta_Y: float) -> float:
     """Eqn 14's transition time as :func:`scansnap.theory.snap_time` measures it: the decoder clock's exponent
     ``gamma t / Gamma`` falls from 2 to 1 where ``gamma t = Gamma``, i.e. at ``(K / eta_Y) G(u* / M)`` with
     ``G(h) = (exp(M h) - 1) / M + (M - 1) h`` and ``u*`` the positive root of ``exp(u)(2 - u) + (M - 1) u - 2``
-    (``scansnap.theory.snapping.optimum_root``, the root of Chapter 7's horizon optimum). Exactly proportional to
+    (:func:`optimum_root`, the root of Chapter 7's horizon optimum). Exactly proportional to
     ``1 / eta_Y``; ``u*`` is close to ``ln M``, so this is close to ``t0 = K ln M / eta_Y``."""
-    from scansnap.theory.snapping import optimum_root
-
     _check_sizes(M, K, eta_Y)
     return float(lemma6_time(optimum_root(M) / M, M, K, eta_Y))
 
@@ -302,8 +317,6 @@ def cross_coefficient(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor
     Returns:
         ``(measured, theorem)``.
     """
-    from scansnap.theory.fates import class_gradients, span_coefficients, unit_scores
-
     check_positive("t", t)
     ft = unit_scores(classes, Z.detach().to(torch.float64))
     A, _ = span_coefficients(ft, class_gradients(classes, Y.detach().to(torch.float64), Z.detach()))

@@ -29,10 +29,9 @@ Nothing here depends on the constants ``a``, ``b`` of Eqn 13 beyond ``a, b > 0``
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
 from scansnap._checks import check_int, check_positive
-from scansnap.theory.phase import eqn14_bound, lemma6_time
+from scansnap.theory.phase import eqn14_bound, lemma6_time, optimum_root
 
 __all__ = [
     "entropy",
@@ -41,7 +40,6 @@ __all__ = [
     "growth_law_attention",
     "horizon_optimum",
     "lemma6_time",
-    "optimum_root",
 ]
 
 
@@ -113,21 +111,6 @@ def entropy_tail(weights: object, chi: object, z0: object | None = None) -> np.n
     if (gaps <= 0).any():
         raise ValueError("weights: the dominant token must be unique (a_l > a_0 for every other token)")
     return 0.5 * np.log(c) / np.sqrt(c) * np.sqrt(a.min() / gaps).sum()
-
-
-def optimum_root(M: int) -> float:
-    """The positive root ``u*`` of ``phi(u) = exp(u) (2 - u) + (M - 1) u - 2`` (``M >= 2``), which places the
-    learning rate ``eta_Y*`` that maximizes Eqn 14's ``B`` at a fixed horizon (:func:`horizon_optimum`)."""
-    check_int("M", M, low=2)
-
-    def phi(u: float) -> float:
-        return np.exp(u) * (2.0 - u) + (M - 1) * u - 2.0
-
-    # phi(u) = M u - u^3 / 6 + O(u^4) > 0 near 0, and phi is concave on u > 0: one sign change
-    hi = 2.0
-    while phi(hi) > 0:
-        hi *= 2.0
-    return brentq(phi, 1e-3, hi, xtol=1e-15, rtol=1e-15)
 
 
 def horizon_optimum(M: int, K: int, t: float) -> float:
