@@ -30,10 +30,10 @@ __all__ = [
     "VERDICTS",
     "Claim",
     "admissible",
+    "describes_training",
     "get",
     "headline",
     "ledger",
-    "ledger_markdown",
     "record",
     "verdicts",
 ]
@@ -196,8 +196,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("X6", _E, r"Heads from independent initializations together attend to more distinct tokens per class "
           r"than one head of the same total width (all heads started from one draw).",
           "Sec. 5 (multi-head remark), tested in Chapter 9", _CH[9], origin="book"),
-    Claim("X7", _E, r"On WikiText-2 the first-layer validation attention entropy of a 3-layer model also decreases with a "
-          r"larger learning rate (C41 beyond the paper's 1-layer Figure 10).", "App. G, extended in Chapter 8",
+    Claim("X7", _E, r"On WikiText-2 the first-layer validation attention entropy of a 3-layer model also decreases "
+          r"with a larger learning rate (C41 beyond the paper's 1-layer Figure 10).", "App. G, extended in Chapter 8",
           _CH[8], origin="book"),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
@@ -266,43 +266,3 @@ def headline(claim_id: str) -> str:
 def ledger() -> list[tuple[Claim, str, list[Verdict]]]:
     """Every claim with its headline and its verdicts, in registry order."""
     return [(c, headline(c.id), verdicts(c.id)) for c in CLAIMS]
-
-
-def ledger_markdown(base: str = "") -> str:
-    """The ledger as MyST markdown: one table row per claim (statement in math, headline, each verdict with
-    its kind of evidence and numbers), then, per checked claim, the rules in words.
-
-    Args:
-        base: prefix that turns a site-relative link (``book/chapters/...html#...``) into one relative to the
-            page showing the table (``"../"`` from ``book/claims.html``).
-    """
-    rows = ["| claim | statement | paper | verdict | evidence | checked in |", "|---|---|---|---|---|---|"]
-    for c, head, found in ledger():
-        cid = f"{c.id} (this book)" if c.origin == "book" else c.id
-        if not found:
-            where = f"planned: `{c.chapter.rsplit('/', 1)[-1]}`"
-            evidence = "-"
-        else:
-            links = dict.fromkeys(v.link or f"{c.chapter}.html" for v in found)
-            where = " ".join(f'<a href="{base}{h}">{h.rsplit("/", 1)[-1]}</a>' for h in links)
-            kinds = admissible(c.id)
-            evidence = "<br>".join(
-                f"*{v.evidence}*: **{v.level}**{'' if v.evidence in kinds else ' (does not decide this claim)'}"
-                f" — {v.summary()}" for v in found)
-        cells = [f'<span id="{c.id.lower()}"></span>{cid}', c.statement, c.where, f"**{head}**", evidence, where]
-        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows) + "\n\n" + _rules_markdown(base)
-
-
-def _rules_markdown(base: str) -> str:
-    """Per recorded verdict: the rule in words, the protocol, the numbers and the measured context."""
-    blocks = ["**The rules behind the verdicts**", ""]
-    for c, _, found in ledger():
-        for v in found:
-            link = v.link or f"{c.chapter}.html"
-            blocks += [f"**{c.id}**, *{v.evidence}*: **{v.level}** "
-                       f'(<a href="{base}{link}">{link.rsplit("/", 1)[-1]}</a>)', "",
-                       f"- rule: {v.rule}", f"- protocol: {v.protocol}", f"- numbers: {v.summary()}"]
-            blocks += [f"- measured: {v.details}"] if v.details else []
-            blocks.append("")
-    return "\n".join(blocks) if len(blocks) > 2 else ""

@@ -1,4 +1,10 @@
-"""Command line: ``python -m scansnap reproduce <figure-id> [--check]`` and ``python -m scansnap claims``.
+"""Command line: ``python -m scansnap reproduce <figure-id> [--check]``, ``python -m scansnap claims
+[--write-lock | --check-lock]`` and ``python -m scansnap rules [--write --reason ... | --check]``.
+
+``claims`` prints the ledger of the verdicts recorded under the artifacts folder; ``--check-lock`` compares them
+with ``ledger/verdicts-book.json`` and exits 1 listing every claim whose verdict differs; ``--write-lock --reason``
+locks them (:mod:`scansnap.ledger`). ``rules --check`` exits 1 when a rule in the code differs from
+``ledger/rules.json``; ``rules --write --reason`` records the change with a dated history entry.
 
 ``reproduce <id>`` re-makes one figure with its data and provenance under ``--out``. With ``--check`` it
 re-makes the figure with the profile of the published one (``--against``: a folder holding
@@ -11,12 +17,13 @@ the data with the published data: byte-equal, or every number within the toleran
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, experiments, figures, profiles
+from scansnap import claims, experiments, figures, ledger, profiles
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -54,7 +61,21 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --check: the folder holding the published figures/ "
                           "(default: $SCANSNAP_ARTIFACTS, _extra in the book's checkout)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
-    sub.add_parser("claims", help="print the claims ledger")
+    cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
+    mode = cl.add_mutually_exclusive_group()
+    mode.add_argument("--check-lock", action="store_true",
+                      help="exit 1 listing every claim whose recorded verdict differs from ledger/verdicts-book.json")
+    mode.add_argument("--write-lock", action="store_true", help="lock the recorded verdicts (needs --reason)")
+    cl.add_argument("--reason", default="", help="with --write-lock: why the verdicts changed")
+    cl.add_argument("--lock", type=Path, default=None, help="the lock file (default ledger/verdicts-book.json)")
+    ru = sub.add_parser("rules", help="check or write ledger/rules.json, the locked rules")
+    rmode = ru.add_mutually_exclusive_group()
+    rmode.add_argument("--check", action="store_true", help="exit 1 when a rule differs from ledger/rules.json")
+    rmode.add_argument("--write", action="store_true", help="write the rules (needs --reason or --reasons)")
+    ru.add_argument("--reason", default="", help="with --write: why the rules changed")
+    ru.add_argument("--reasons", type=Path, default=None,
+                    help="with --write: a JSON file mapping rule keys (claim/evidence) to reasons")
+    ru.add_argument("--file", type=Path, default=None, help="the lock file (default ledger/rules.json)")
     return parser
 
 
@@ -124,19 +145,69 @@ def _check(args: argparse.Namespace) -> int:
     return 0 if same.equal else 1
 
 
-def _claims() -> int:
+def _claims(args: argparse.Namespace) -> int:
+    if args.reason and not args.write_lock:
+        _parser().error("--reason: only with --write-lock")
+    try:
+        return _claims_lock(args) if args.check_lock or args.write_lock else _print_ledger()
+    except ValueError as err:  # verdicts of another profile
+        print(err, file=sys.stderr)
+        return 2
+
+
+def _claims_lock(args: argparse.Namespace) -> int:
+    if args.check_lock:
+        problems = ledger.check_lock(args.lock)
+        for line in problems:
+            print(f"CHANGED: {line}")
+        print(f"{len(problems)} verdict(s) differ from the lock" if problems else "OK: every verdict equals the lock")
+        return 1 if problems else 0
+    if args.write_lock:
+        if not args.reason.strip():
+            _parser().error("--write-lock: needs --reason (kept with the lock)")
+        diffs = ledger.write_lock(args.reason, args.lock)
+        for d in diffs:
+            print(f"{d['claim']} {d['what']}: {d['from']} -> {d['to']}")
+        print(f"locked; {len(diffs)} change(s)")
+    return 0
+
+
+def _print_ledger() -> int:
     width = max(len(v) for v in claims.VERDICTS)
     counts: dict[str, int] = {}
     for c, head, found in claims.ledger():
         counts[head] = counts.get(head, 0) + 1
         print(f"{c.id:4s} {head:{width}s}  {c.statement}")
         for v in found:
-            print(f"{'':4s} {'':{width}s}  {v.evidence}: {v.level}; {v.summary()}")
+            print(f"{'':4s} {'':{width}s}  {v.evidence}: {v.label()}; {v.summary()}")
     print("; ".join(f"{k}: {counts.get(k, 0)}" for k in claims.VERDICTS))
     return 0
+
+
+def _rules(args: argparse.Namespace) -> int:
+    if args.write:
+        reason: str | dict[str, str] = args.reason
+        if args.reasons is not None:
+            reason = json.loads(args.reasons.read_text())
+        if not reason:
+            _parser().error("--write: needs --reason or --reasons (kept in each changed rule's history)")
+        try:
+            changed = ledger.write_rules(reason, path=args.file)
+        except ValueError as err:
+            print(err, file=sys.stderr)
+            return 2
+        print(f"wrote {len(changed)} new or changed rule(s): {', '.join(changed) or 'none'}")
+        return 0
+    problems = ledger.check_rules(path=args.file)
+    for line in problems:
+        print(f"DIFFERS: {line}")
+    print(f"{len(problems)} problem(s)" if problems else f"OK: {len(experiments.all_rules())} rules equal the lock")
+    return 1 if problems else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
-    return _reproduce(args) if args.command == "reproduce" else _claims()
+    if args.command == "reproduce":
+        return _reproduce(args)
+    return _claims(args) if args.command == "claims" else _rules(args)

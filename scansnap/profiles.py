@@ -8,22 +8,13 @@
 from __future__ import annotations
 
 import os
-from typing import TypeVar
-
 from scansnap._checks import check_choice
 
-__all__ = ["PROFILES", "current", "pick"]
+__all__ = ["PROFILES", "current"]
 
 PROFILES = ("smoke", "book", "paper")
-V = TypeVar("V")
 
 
 def current() -> str:
     """The active profile: ``$SCANSNAP_PROFILE`` or ``"book"``."""
     return check_choice("SCANSNAP_PROFILE", os.environ.get("SCANSNAP_PROFILE", "book"), PROFILES)
-
-
-def pick(smoke: V, book: V, paper: V, profile: str | None = None) -> V:
-    """The value for ``profile`` (default: :func:`current`)."""
-    profile = current() if profile is None else check_choice("profile", profile, PROFILES)
-    return {"smoke": smoke, "book": book, "paper": paper}[profile]

@@ -49,9 +49,9 @@ def test_syn_small_probabilities() -> None:
     z = 10 + ramp.sum()  # 15.5: ten common tokens of weight 1, then the ramp
     for n in range(2):
         p = c.probs[n].numpy()
-        np.testing.assert_allclose(p[:10], 1 / z, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(p[:10], 1 / z, rtol=1e-15, atol=1e-15)
         d = p[c.distinct(n).numpy()]
-        np.testing.assert_allclose(d, ramp / z, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(d, ramp / z, rtol=1e-15, atol=1e-15)
         assert np.all(np.diff(d) > 0), "distinct probabilities must increase with the token id"
         mask = np.ones(34, dtype=bool)
         mask[:10] = False
@@ -76,7 +76,7 @@ def test_syn_medium_layout(q: int) -> None:
     assert c.common().tolist() == list(range(10))
     for n in range(K):
         assert c.distinct(n).tolist() == list(range(10 + 10 * n, 20 + 10 * n))
-    torch.testing.assert_close(c.probs.sum(1), torch.ones(K, dtype=F64), rtol=0, atol=1e-12)
+    torch.testing.assert_close(c.probs.sum(1), torch.ones(K, dtype=F64), rtol=1e-12, atol=1e-12)
     # symmetric family: every class has the same profile, shifted
     assert torch.equal(c.probs[0, :10], c.probs[K - 1, :10])
     assert torch.equal(c.probs[0, c.distinct(0)], c.probs[K - 1, c.distinct(K - 1)])
@@ -89,8 +89,8 @@ def test_sequence_classes_general() -> None:
     assert c.query.tolist() == [22, 22, 23, 23, 24, 24]
     assert c.next.tolist() == list(range(25, 31))
     z = 4 * 2.0 + (1.0 + 2.0 + 3.0)
-    np.testing.assert_allclose(c.probs[1, :4].numpy(), 2.0 / z, rtol=0, atol=1e-15)
-    np.testing.assert_allclose(c.probs[1, 7:10].numpy(), np.array([1.0, 2.0, 3.0]) / z, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(c.probs[1, :4].numpy(), 2.0 / z, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(c.probs[1, 7:10].numpy(), np.array([1.0, 2.0, 3.0]) / z, rtol=1e-15, atol=1e-15)
     assert not c.support()[:, 22:].any(), "query and next tokens are never contextual"
 
 
@@ -215,13 +215,13 @@ def test_population_direct_formula(small: SequenceClasses) -> None:
     assert f.shape == (2, 34) and f.dtype == F64
     for n in range(2):
         c = small.probs[n] * torch.exp(Z[small.query[n]])
-        torch.testing.assert_close(f[n], c / c.sum(), rtol=0, atol=1e-15)
+        torch.testing.assert_close(f[n], c / c.sum(), rtol=1e-15, atol=1e-15)
     assert torch.equal(f > 0, small.support())
 
 
 def test_population_at_zero_is_probs(small: SequenceClasses) -> None:
     f = small.population(torch.zeros(34, 34, dtype=F64))
-    torch.testing.assert_close(f, small.probs, rtol=0, atol=1e-15)
+    torch.testing.assert_close(f, small.probs, rtol=1e-15, atol=1e-15)
 
 
 def test_population_depends_only_on_query_rows(small: SequenceClasses) -> None:
@@ -230,7 +230,7 @@ def test_population_depends_only_on_query_rows(small: SequenceClasses) -> None:
     Z2[:30] = 7.0  # rows of non-query tokens
     Z2[30:, 30:] = -3.0  # columns outside every support
     Z2[30] += 2.5  # a constant shift of a query row
-    torch.testing.assert_close(small.population(Z2), small.population(Z), rtol=0, atol=1e-14)
+    torch.testing.assert_close(small.population(Z2), small.population(Z), rtol=1e-14, atol=1e-14)
 
 
 def test_population_batched(small: SequenceClasses) -> None:
@@ -239,15 +239,15 @@ def test_population_batched(small: SequenceClasses) -> None:
     assert f.shape == (3, 4, 2, 34)
     for i in range(3):
         for j in range(4):
-            torch.testing.assert_close(f[i, j], small.population(Z[i, j]), rtol=0, atol=1e-15)
-    torch.testing.assert_close(f.sum(-1), torch.ones(3, 4, 2, dtype=F64), rtol=0, atol=1e-13)
+            torch.testing.assert_close(f[i, j], small.population(Z[i, j]), rtol=1e-15, atol=1e-15)
+    torch.testing.assert_close(f.sum(-1), torch.ones(3, 4, 2, dtype=F64), rtol=1e-13, atol=1e-13)
 
 
 def test_population_float32(small: SequenceClasses) -> None:
     Z = torch.randn(34, 34, generator=gen(3))
     f = small.population(Z)
     assert f.dtype == torch.float32
-    torch.testing.assert_close(f.double(), small.population(Z.double()), rtol=0, atol=1e-6)
+    torch.testing.assert_close(f.double(), small.population(Z.double()), rtol=1e-6, atol=1e-6)
 
 
 def test_population_is_the_long_sequence_limit(small: SequenceClasses) -> None:
@@ -296,7 +296,7 @@ def test_attended_with_counts_is_exact() -> None:
     counts = torch.bincount(ctx, minlength=5).double()
     b = torch.softmax(z[ctx], dim=0)
     f = torch.zeros(5, dtype=F64).index_add_(0, ctx, b)
-    torch.testing.assert_close(attended(z, counts), f, rtol=0, atol=1e-15)
+    torch.testing.assert_close(attended(z, counts), f, rtol=1e-15, atol=1e-15)
     assert attended(z, counts)[[2, 4]].eq(0).all()
 
 

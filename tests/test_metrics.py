@@ -80,7 +80,7 @@ def test_entropy_batched(small: SequenceClasses) -> None:
     h = attention_entropy(f, small)
     per = attention_entropy(f, small, per_class=True)
     assert h.shape == (3, 4) and per.shape == (3, 4, 2)
-    torch.testing.assert_close(h, per.mean(-1), rtol=0, atol=1e-15)
+    torch.testing.assert_close(h, per.mean(-1), rtol=1e-15, atol=1e-15)
     assert attention_entropy(f[1, 2], small).item() == h[1, 2].item()
     assert ((per >= 0) & (per <= LN10 + 1e-12)).all()
 
@@ -89,21 +89,21 @@ def test_distinct_attention(small: SequenceClasses) -> None:
     f = small.population(torch.randn(34, 34, generator=gen(2), dtype=F64))
     p = distinct_attention(f, small)
     assert p.shape == (2, 34)
-    torch.testing.assert_close(p.sum(-1), torch.ones(2, dtype=F64), rtol=0, atol=1e-14)
+    torch.testing.assert_close(p.sum(-1), torch.ones(2, dtype=F64), rtol=1e-14, atol=1e-14)
     assert torch.equal(p > 0, small.distinct_mask())
     for n in range(2):
         d = small.distinct(n)
-        torch.testing.assert_close(p[n, d], f[n, d] / f[n, d].sum(), rtol=0, atol=1e-15)
+        torch.testing.assert_close(p[n, d], f[n, d] / f[n, d].sum(), rtol=1e-15, atol=1e-15)
 
 
 def test_token_mass(small: SequenceClasses) -> None:
     m = token_mass(small.population(torch.zeros(34, 34, dtype=F64)), small)
-    torch.testing.assert_close(m["common"], torch.full((2,), 10 / 15.5, dtype=F64), rtol=0, atol=1e-15)
-    torch.testing.assert_close(m["distinct"], torch.full((2,), 5.5 / 15.5, dtype=F64), rtol=0, atol=1e-15)
+    torch.testing.assert_close(m["common"], torch.full((2,), 10 / 15.5, dtype=F64), rtol=1e-15, atol=1e-15)
+    torch.testing.assert_close(m["distinct"], torch.full((2,), 5.5 / 15.5, dtype=F64), rtol=1e-15, atol=1e-15)
     f = small.population(torch.randn(5, 34, 34, generator=gen(3), dtype=F64))
     m = token_mass(f, small)
     assert m["common"].shape == m["distinct"].shape == (5, 2)
-    torch.testing.assert_close(m["common"] + m["distinct"], torch.ones(5, 2, dtype=F64), rtol=0, atol=1e-14)
+    torch.testing.assert_close(m["common"] + m["distinct"], torch.ones(5, 2, dtype=F64), rtol=1e-14, atol=1e-14)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ def test_recall_at_zero_attention_matches_a_count(small: SequenceClasses) -> Non
     r = recall_at_threshold(f, small, torch.tensor(taus))
     values = np.linspace(0.1, 1.0, 10) / 15.5
     want = [(values >= t).mean() for t in taus]
-    np.testing.assert_allclose(r.numpy(), want, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(r.numpy(), want, rtol=1e-15, atol=1e-15)
     assert r[0] == 1.0 and r[-1] == 0.0
 
 
@@ -278,7 +278,7 @@ def test_entry_recall_equals_a_count_over_positions() -> None:
                 b = torch.softmax(Z[ci, c.query[n], x[s, n]], 0)  # the attention on each position
                 d = mask[n][x[s, n]]
                 want[ci] += ((b[:, None] >= taus) & d[:, None]).sum(0).double() / d.sum() / (S * c.K)
-    torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
     assert (got[:, 0] == 1).all() and (got.diff(dim=-1) <= 0).all()
     with pytest.raises(ValueError, match=names("counts")):
         entry_recall_at_threshold(c.population(Z), c, counts[..., :-1], taus)

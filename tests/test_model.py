@@ -42,12 +42,12 @@ def test_attention_by_hand() -> None:
     model = random_model(C=2)
     x = random_tokens(6, 9)
     b = model.attention(x)
-    torch.testing.assert_close(b.sum(-1), torch.ones(2, 6, dtype=F64), rtol=0, atol=1e-14)
+    torch.testing.assert_close(b.sum(-1), torch.ones(2, 6, dtype=F64), rtol=1e-14, atol=1e-14)
     for c in range(2):
         for i in range(6):
             q = x[i, -1]
             logits = torch.stack([model.Z[c, q, x[i, t]] for t in range(8)])
-            torch.testing.assert_close(b[c, i], torch.softmax(logits, 0), rtol=0, atol=1e-15)
+            torch.testing.assert_close(b[c, i], torch.softmax(logits, 0), rtol=1e-15, atol=1e-15)
 
 
 def test_query_is_masked() -> None:
@@ -76,7 +76,7 @@ def test_forward_equals_one_hot_formula() -> None:
             X = torch.nn.functional.one_hot(x[i, :-1], M).double()
             f = X.T @ b[c, i]
             want = model.Y[c].T @ (f / f.norm())
-            torch.testing.assert_close(logits[c, i], want, rtol=0, atol=1e-13)
+            torch.testing.assert_close(logits[c, i], want, rtol=1e-13, atol=1e-13)
 
 
 def test_count_path_equals_forward() -> None:
@@ -108,7 +108,7 @@ def test_attended_rows_are_distributions() -> None:
     probs /= probs.sum(1, keepdim=True)
     f = model.attended(torch.tensor([3, 4, 5, 6]), probs)
     assert f.shape == (2, 4, M)
-    torch.testing.assert_close(f.sum(-1), torch.ones(2, 4, dtype=F64), rtol=0, atol=1e-14)
+    torch.testing.assert_close(f.sum(-1), torch.ones(2, 4, dtype=F64), rtol=1e-14, atol=1e-14)
     assert (f[..., :3] == 0).all() and (f[..., 3:] > 0).all()
 
 
@@ -157,10 +157,10 @@ def test_cross_entropy_matches_torch() -> None:
     assert ce.shape == (3,)
     for c in range(3):
         want = torch.nn.functional.cross_entropy(logits[c], target)
-        torch.testing.assert_close(ce[c], want, rtol=0, atol=1e-14)
+        torch.testing.assert_close(ce[c], want, rtol=1e-14, atol=1e-14)
     per_config = torch.randint(M, (3, 8), generator=gen(8))
     for c, v in enumerate(cross_entropy(logits, per_config)):
-        torch.testing.assert_close(v, torch.nn.functional.cross_entropy(logits[c], per_config[c]), rtol=0,
+        torch.testing.assert_close(v, torch.nn.functional.cross_entropy(logits[c], per_config[c]), rtol=1e-14,
                                    atol=1e-14)
 
 

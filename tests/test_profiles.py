@@ -1,4 +1,4 @@
-"""scansnap.profiles: SCANSNAP_PROFILE and pick."""
+"""scansnap.profiles: SCANSNAP_PROFILE picks the scale; a configuration's preset follows it."""
 
 from __future__ import annotations
 
@@ -6,26 +6,25 @@ import pytest
 from conftest import names
 
 from scansnap import profiles
+from scansnap.experiments.ch01_setting import SynSmallConfig
 
 
 def test_default_is_book(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SCANSNAP_PROFILE", raising=False)
     assert profiles.current() == "book"
-    assert profiles.pick(1, 2, 3) == 2
+    assert SynSmallConfig.preset() == SynSmallConfig.preset("book")
 
 
-@pytest.mark.parametrize(("profile", "value"), [("smoke", "s"), ("book", "b"), ("paper", "p")])
-def test_env_override(monkeypatch: pytest.MonkeyPatch, profile: str, value: str) -> None:
+@pytest.mark.parametrize("profile", profiles.PROFILES)
+def test_env_override(monkeypatch: pytest.MonkeyPatch, profile: str) -> None:
     monkeypatch.setenv("SCANSNAP_PROFILE", profile)
     assert profiles.current() == profile
-    assert profiles.pick("s", "b", "p") == value
-    assert profiles.pick(smoke="s", book="b", paper="p") == value
+    assert SynSmallConfig.preset() == SynSmallConfig.preset(profile)
 
 
 def test_explicit_profile_wins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SCANSNAP_PROFILE", "paper")
-    assert profiles.pick([1], [2], [3], profile="smoke") == [1]
-    assert profiles.pick(None, 0, 1.5, profile="book") == 0
+    assert SynSmallConfig.preset("smoke") == SynSmallConfig(**SynSmallConfig.PRESETS["smoke"])
 
 
 @pytest.mark.parametrize("bad", ["", "Book", "fast", " smoke"])
@@ -34,15 +33,11 @@ def test_invalid_env(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
     with pytest.raises(ValueError, match=names("SCANSNAP_PROFILE")):
         profiles.current()
     with pytest.raises(ValueError, match=names("SCANSNAP_PROFILE")):
-        profiles.pick(1, 2, 3)
+        SynSmallConfig.preset()
 
 
 @pytest.mark.parametrize("bad", ["huge", "Smoke", 1])
 def test_invalid_profile_argument(monkeypatch: pytest.MonkeyPatch, bad) -> None:
     monkeypatch.delenv("SCANSNAP_PROFILE", raising=False)
     with pytest.raises(ValueError, match=names("profile")):
-        profiles.pick(1, 2, 3, profile=bad)
-
-
-def test_profiles_constant() -> None:
-    assert profiles.PROFILES == ("smoke", "book", "paper")
+        SynSmallConfig.preset(bad)

@@ -52,13 +52,13 @@ def test_theorem1_closed_forms_batched_torch_equal_numpy_per_item(seed: int) -> 
     assert E.shape == beta.shape and iota.shape == xi_n.shape == E.shape[:-1]
     for b in range(ft.shape[0]):
         E_np = decoder.gram(ft[b].T.numpy())
-        np.testing.assert_allclose(E[b].numpy(), E_np, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(E[b].numpy(), E_np, rtol=1e-15, atol=1e-15)
         iota_np, beta_np = decoder.theorem1_coefficients(E_np, M)
-        np.testing.assert_allclose(iota[b].numpy(), iota_np, rtol=0, atol=1e-13)
-        np.testing.assert_allclose(beta[b].numpy(), beta_np, rtol=0, atol=1e-13)
-        np.testing.assert_allclose(xi_n[b].numpy(), decoder.xi(E_np, M), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(iota[b].numpy(), iota_np, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(beta[b].numpy(), beta_np, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(xi_n[b].numpy(), decoder.xi(E_np, M), rtol=1e-13, atol=1e-13)
     # xi_n = sum_n' beta_nn' E_nn' (Theorem 1(a)'s definition) equals its closed form
-    torch.testing.assert_close((beta * E).sum(-1), xi_n, rtol=0, atol=1e-13)
+    torch.testing.assert_close((beta * E).sum(-1), xi_n, rtol=1e-13, atol=1e-13)
 
 
 def test_batch_as_long_as_the_number_of_classes() -> None:
@@ -68,7 +68,7 @@ def test_batch_as_long_as_the_number_of_classes() -> None:
     many = ft.expand(K, -1, -1).contiguous()
     _, beta = decoder.theorem1_coefficients(decoder.gram(many.mT), M)
     _, one = decoder.theorem1_coefficients(decoder.gram(ft[0].mT), M)
-    torch.testing.assert_close(beta, one.expand(K, -1, -1), rtol=0, atol=1e-14)
+    torch.testing.assert_close(beta, one.expand(K, -1, -1), rtol=1e-14, atol=1e-14)
 
 
 def test_gamma_torch_equals_numpy() -> None:

@@ -36,13 +36,13 @@ def test_eqn10_equals_exact_gradient_under_theorem1_decoder(seed: int) -> None:
     exact = fates.population_zdot(classes, Y, Z, eta_Z=0.7)
     gamma = gamma_of_h(h, classes.M)
     pred = fates.eqn10_zdot(classes, Z, gamma, eta_Z=0.7)
-    torch.testing.assert_close(exact, pred, rtol=0, atol=1e-12 * max(1.0, pred.abs().max().item()))
+    torch.testing.assert_close(exact, pred, rtol=1e-12, atol=1e-12 * max(1.0, pred.abs().max().item()))
     # Theorem 2(a): distinct tokens move at eta_Z gamma pi_n xi_n f~_nl^2 (> 0 when the class overlaps)
     ft = fates.unit_scores(classes, Z)
     xi_n = xi(gram(ft.mT), classes.M)
     rate = 0.7 * gamma * xi_n[:, None] * ft**2 / classes.K
     mask = classes.distinct_mask()
-    torch.testing.assert_close(exact[classes.query][mask], rate[mask], rtol=0, atol=1e-12)
+    torch.testing.assert_close(exact[classes.query][mask], rate[mask], rtol=1e-12, atol=1e-12)
     overlaps = (gram(ft.mT) > 1e-9).any(1)
     assert (xi_n[overlaps] > 0).all()
     assert (exact[classes.query][mask & overlaps[:, None]] > 0).all()
@@ -56,13 +56,13 @@ def test_theorem1_decoder_gives_theorem1_gradient(small) -> None:
     ft = fates.unit_scores(small, Z)
     M = small.M
     torch.testing.assert_close(ft @ Y, h * (M * torch.nn.functional.one_hot(small.next, M).to(F64) - 1),
-                               rtol=0, atol=1e-12)
+                               rtol=1e-12, atol=1e-12)
     A, off = fates.span_coefficients(ft, fates.class_gradients(small, Y, Z))
     iota, beta = theorem1_coefficients(gram(ft.mT), M)
     gamma = gamma_of_h(h, M)
     assert off < 1e-12
-    torch.testing.assert_close(torch.diagonal(A), gamma * iota, rtol=0, atol=1e-12)
-    torch.testing.assert_close(A - torch.diag(torch.diagonal(A)), -gamma * beta, rtol=0, atol=1e-12)
+    torch.testing.assert_close(torch.diagonal(A), gamma * iota, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(A - torch.diag(torch.diagonal(A)), -gamma * beta, rtol=1e-12, atol=1e-12)
 
 
 def test_decoder_coefficients_closed_forms() -> None:
@@ -80,7 +80,7 @@ def test_decoder_coefficients_closed_forms() -> None:
     Eg = gram(ft.mT)
     inv = torch.linalg.inv(torch.eye(classes.K, dtype=F64) + Eg)
     closed = torch.diagonal(Eg @ Eg @ inv) + (Eg @ inv).sum(1) / classes.M
-    torch.testing.assert_close(xi(gram(ft.mT), classes.M), closed, rtol=0, atol=1e-12)
+    torch.testing.assert_close(xi(gram(ft.mT), classes.M), closed, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -92,7 +92,7 @@ def test_theorem2b_single_common_token(seed: int) -> None:
     pred = fates.eqn10_zdot(classes, Z, gamma, eta_Z=1.3)
     closed = fates.single_common_rate(classes, Z, gamma, eta_Z=1.3)
     queries = torch.unique(classes.query)
-    torch.testing.assert_close(pred[queries, 0], closed[queries], rtol=0, atol=1e-12)
+    torch.testing.assert_close(pred[queries, 0], closed[queries], rtol=1e-12, atol=1e-12)
     holders = torch.unique(classes.query[classes.probs[:, 0] > 0])
     assert (closed[holders] < 0).all()  # every query whose classes hold the common token: z falls
 
@@ -111,10 +111,10 @@ def test_corollary2_symmetric_family() -> None:
     gamma = 0.37
     pred = fates.eqn10_zdot(classes, Z, gamma, eta_Z=2.0)
     eps = fates.unit_scores(classes, Z)[0, :4]
-    torch.testing.assert_close(pred[m, :4], fates.corollary2_rate(eps, 3, classes.M, gamma, 2.0), rtol=0, atol=1e-13)
+    torch.testing.assert_close(pred[m, :4], fates.corollary2_rate(eps, 3, classes.M, gamma, 2.0), rtol=1e-13, atol=1e-13)
     assert (pred[m, :4] < 0).all()
     moves = torch.stack([pred[m, classes.distinct(n)] for n in range(3)])
-    torch.testing.assert_close(moves, moves[:1].expand(3, -1), rtol=0, atol=1e-14)
+    torch.testing.assert_close(moves, moves[:1].expand(3, -1), rtol=1e-14, atol=1e-14)
     # the closed-form beta is Theorem 1's beta when E = S (1 1^T - I)
     ft = fates.unit_scores(classes, Z)
     _, beta = theorem1_coefficients(gram(ft.mT), classes.M)
@@ -154,7 +154,7 @@ def test_logits_from_attention_recovers_Z(name: str, limit: str) -> None:
     hist = train.train(classes, 1.0, 1.0, steps=8, batch=16, T=32, limit=limit, seed=[1, 2], snapshot_steps=[0, 4, 8])
     Z = fates.logits_from_attention(hist.attention, classes)  # (S, C, M, M)
     assert Z.shape == (3, 2, classes.M, classes.M)
-    torch.testing.assert_close(Z[-1], hist.Z, rtol=0, atol=1e-12)
+    torch.testing.assert_close(Z[-1], hist.Z, rtol=1e-12, atol=1e-12)
     assert Z[0].abs().max() < 1e-14
 
 
@@ -165,7 +165,7 @@ def test_logits_from_attention_differences_from_any_start(small) -> None:
     Z = fates.logits_from_attention(hist.attention[:, 0], small)
     Z0 = init_params(small.M, "uniform", gen(3))[1]
     true_diff = (hist.Z[0] - Z0)[small.query][:, :30]
-    torch.testing.assert_close((Z[1] - Z[0])[small.query][:, :30], true_diff, rtol=0, atol=1e-12)
+    torch.testing.assert_close((Z[1] - Z[0])[small.query][:, :30], true_diff, rtol=1e-12, atol=1e-12)
 
 
 def test_fate_counts_on_a_made_up_trajectory(small) -> None:
@@ -187,7 +187,7 @@ def test_eqn10_batched_over_leading_axes(small, B: int) -> None:
     gam = torch.tensor([0.1, 0.2, 0.3][:B], dtype=F64)
     batched = fates.eqn10_zdot(small, Zs, gam)
     for i in range(B):
-        torch.testing.assert_close(batched[i], fates.eqn10_zdot(small, Zs[i], float(gam[i])), rtol=0, atol=1e-15)
+        torch.testing.assert_close(batched[i], fates.eqn10_zdot(small, Zs[i], float(gam[i])), rtol=1e-15, atol=1e-15)
     np.testing.assert_array_equal(batched[:, :30].numpy(), 0.0)  # only query rows move
 
 

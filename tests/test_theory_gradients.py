@@ -71,8 +71,8 @@ def test_lemma1_batch_is_the_mean() -> None:
     Y, Z, x, target = instance(8, 4)
     dY, dZ = lemma1_gradients(Y, Z, x, target)
     parts = [lemma1_gradients(Y, Z, x[i], int(target[i])) for i in range(4)]
-    torch.testing.assert_close(dY, sum(p[0] for p in parts) / 4, rtol=0, atol=1e-14)
-    torch.testing.assert_close(dZ, sum(p[1] for p in parts) / 4, rtol=0, atol=1e-14)
+    torch.testing.assert_close(dY, sum(p[0] for p in parts) / 4, rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(dZ, sum(p[1] for p in parts) / 4, rtol=1e-14, atol=1e-14)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -101,8 +101,8 @@ def test_lemma1_row_form() -> None:
     alpha = torch.softmax(Y.T @ ft, 0)
     err = torch.nn.functional.one_hot(torch.tensor(n), M).to(F64) - alpha
     P = torch.eye(M, dtype=F64) - torch.outer(ft, ft)
-    torch.testing.assert_close(dZ[m], torch.diag(f) @ P @ Y @ err / f.norm(), rtol=0, atol=1e-14)
-    torch.testing.assert_close(dY, torch.outer(ft, err), rtol=0, atol=1e-15)
+    torch.testing.assert_close(dZ[m], torch.diag(f) @ P @ Y @ err / f.norm(), rtol=1e-14, atol=1e-14)
+    torch.testing.assert_close(dY, torch.outer(ft, err), rtol=1e-15, atol=1e-15)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def test_sampled_attention_is_X_transpose_b(small: SequenceClasses) -> None:
     for i in range(x.shape[0]):
         X = torch.nn.functional.one_hot(x[i, :-1], small.M).to(F64)
         ref = X.T @ torch.softmax(X @ Z[x[i, -1]], dim=0)
-        assert torch.allclose(f[i], ref, rtol=0, atol=1e-14)
+        assert torch.allclose(f[i], ref, rtol=1e-14, atol=1e-14)
 
 
 def test_limit_is_a_fixed_point(small: SequenceClasses) -> None:
@@ -57,12 +57,12 @@ def test_error_identity(small: SequenceClasses) -> None:
         p, ph = small.probs[n[i]], counts[i] / 63
         fn = p * w / (w @ p)
         ref = (torch.diag(w) - torch.outer(fn, w)) @ (ph - p) / (w @ ph)
-        assert torch.allclose(dev[i], ref, rtol=0, atol=1e-14)
+        assert torch.allclose(dev[i], ref, rtol=1e-14, atol=1e-14)
 
 
 def test_linearized_std_is_binomial_at_zero(small: SequenceClasses) -> None:
     std = linearized_std(small, torch.zeros(small.M, small.M, dtype=F64))
-    assert torch.allclose(std, (small.probs * (1 - small.probs)).sqrt(), rtol=0, atol=1e-15)
+    assert torch.allclose(std, (small.probs * (1 - small.probs)).sqrt(), rtol=1e-15, atol=1e-15)
 
 
 def test_linearized_std_matches_monte_carlo(small: SequenceClasses) -> None:

@@ -21,7 +21,7 @@ def test_theorem4_family_has_the_requested_overlap() -> None:
     assert abs(k.S0 - 0.1) < 1e-12 and k.K == 4 and k.M == FAM.M
     F, _ = decoder.unit_inputs(FAM)
     E = decoder.gram(F)
-    np.testing.assert_allclose(E[~np.eye(4, dtype=bool)], 0.1, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(E[~np.eye(4, dtype=bool)], 0.1, rtol=1e-12, atol=1e-12)
 
 
 def test_constants_match_eqn10_at_zero_and_b_over_a_is_one_over_K_one_minus_S0() -> None:

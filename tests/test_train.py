@@ -212,7 +212,7 @@ def test_history_snapshots(small: SequenceClasses) -> None:
     assert h.attention.shape == (len(log_steps(12)), 2, 2, 34)
     # zero init: the step-0 snapshot is population(0) = P(l|n)
     torch.testing.assert_close(h.at(0), small.population(torch.zeros(2, 34, 34, dtype=F64)), rtol=0, atol=0)
-    torch.testing.assert_close(h.at(0)[0], small.probs, rtol=0, atol=1e-15)
+    torch.testing.assert_close(h.at(0)[0], small.probs, rtol=1e-15, atol=1e-15)
     torch.testing.assert_close(h.at(12), small.population(h.Z), rtol=0, atol=0)
     for i, s in enumerate(h.steps.tolist()):
         assert torch.equal(h.at(s), h.attention[i])

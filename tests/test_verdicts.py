@@ -1,16 +1,54 @@
-"""scansnap.verdicts: criteria, rules, and every rule of the library made to pass, partly pass and fail."""
+"""scansnap.verdicts: criteria, rules on typed measures, controls and protocol gates, and every rule of the
+library made to pass, partly pass, fail, and be undone by its control or a reduced protocol."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
+from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 from conftest import names
 
 from scansnap import claims
-from scansnap.verdicts import EVIDENCE, LEVELS, Criterion, Rule, Verdict, all_rules, at_least, at_most, worst
+from scansnap.experiments import all_rules
+from scansnap.results import Config
+from scansnap.verdicts import (
+    EVIDENCE,
+    LEVELS,
+    TRAINING_KINDS,
+    Criterion,
+    Rule,
+    Verdict,
+    at_least,
+    at_most,
+    worst,
+)
 
 RULES = all_rules()
+IDS = [r.key for r in RULES]
+
+
+@dataclass(frozen=True)
+class Full(Config):
+    """A run at the paper's protocol (nothing gated)."""
+
+    steps: int = 100
+
+    def protocol(self) -> str:
+        return f"{self.steps} steps"
+
+
+@dataclass(frozen=True)
+class Gated(Config):
+    """A run whose ``steps`` the paper's protocol sets a minimum on."""
+
+    steps: int = 100
+    vocab: int | None = None
+    GATED: ClassVar[tuple[str, ...]] = ("steps", "vocab")
+    PRESETS = {"smoke": dict(steps=10, vocab=50)}
 
 
 def _value(c: Criterion, score: int) -> float:
@@ -24,42 +62,109 @@ def _value(c: Criterion, score: int) -> float:
     return edge - sign * max(abs(edge) * 0.5, 1e-3)
 
 
-def _numbers(rule: Rule, scores: dict[str, int]) -> dict[str, float]:
-    return {c.name: _value(c, scores.get(c.name, 2)) for c in rule.criteria}
+def _measures(rule: Rule, scores: dict[str, int] | int = 2):
+    """An instance of the rule's measures: each criterion at the given score, every other field 1."""
+    hints = typing.get_type_hints(rule.measures)
+    values = {}
+    for f in dataclasses.fields(rule.measures):
+        values[f.name] = 1 if hints[f.name] is int else 1.0
+    for c in rule.criteria:
+        s = scores if isinstance(scores, int) else scores.get(c.name, 2)
+        value = _value(c, s)
+        values[c.name] = int(round(value)) if hints[c.name] is int and value == int(value) else value
+        if hints[c.name] is int and value != int(value):
+            values[c.name] = math.floor(value) if c.op == ">=" else math.ceil(value)
+    return rule.measures(**values)
 
 
-def test_the_library_has_rules() -> None:
-    assert len(RULES) >= 3
+def _judge(rule: Rule, measures, control=None, config=None):
+    config = Full() if config is None else config
+    if rule.evidence in TRAINING_KINDS and control is None:
+        control = _measures(rule, 0)
+    return rule.judge(measures, config, control=control)
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r.claim}-{r.evidence}")
+@pytest.mark.parametrize("rule", RULES, ids=IDS)
 def test_every_rule_passes_partly_passes_and_fails(rule: Rule) -> None:
-    """Numbers at every verified threshold verify; one number at its partly threshold gives partly verified;
-    a required number below its partly threshold (or every number below) gives not reproduced."""
+    """Measures at every verified threshold verify; one at its partly threshold gives partly verified;
+    a required one below its partly threshold (or every one below) gives not reproduced (with a failing control
+    and at the paper's protocol)."""
     claims.get(rule.claim)  # the claim exists
-    assert rule.evidence in EVIDENCE
-    assert rule.level(_numbers(rule, {})) == "verified"
+    assert _judge(rule, _measures(rule)).level == "verified"
     for c in rule.criteria:
         if c.partly is not None:
-            assert rule.level(_numbers(rule, {c.name: 1})) == "partly verified", c.name
-        failing = rule.level(_numbers(rule, {c.name: 0}))
+            assert _judge(rule, _measures(rule, {c.name: 1})).level == "partly verified", c.name
+        failing = _judge(rule, _measures(rule, {c.name: 0})).level
         if c.required or len(rule.criteria) == 1:
             assert failing == "not reproduced", c.name
         else:
             assert failing == "partly verified", c.name
-    assert rule.level(_numbers(rule, {c.name: 0 for c in rule.criteria})) == "not reproduced"
+    assert _judge(rule, _measures(rule, 0)).level == "not reproduced"
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: f"{r.claim}-{r.evidence}")
-def test_every_rule_states_itself_with_its_thresholds(rule: Rule) -> None:
+@pytest.mark.parametrize("rule", [r for r in RULES if r.evidence in TRAINING_KINDS],
+                         ids=[r.key for r in RULES if r.evidence in TRAINING_KINDS])
+def test_every_training_rule_is_judged_on_its_control(rule: Rule) -> None:
+    """A control that reaches the same level makes the verdict inconclusive; a failing control leaves it; the
+    verdict carries the control's numbers and level; a rule on training evidence cannot be judged without it."""
+    v = _judge(rule, _measures(rule), control=_measures(rule))
+    assert (v.level, v.reason, v.control_level) == ("inconclusive", "the control passes too", "verified")
+    assert set(v.control) == {f.name for f in dataclasses.fields(rule.measures)}
+    weaker = [c for c in rule.criteria if c.partly is not None]
+    if weaker:
+        partly = _measures(rule, {weaker[0].name: 1})
+        assert _judge(rule, partly, control=partly).level == "inconclusive"  # same level: inconclusive
+        assert _judge(rule, partly, control=_measures(rule)).level == "inconclusive"  # control better
+    ok = _judge(rule, _measures(rule), control=_measures(rule, 0))
+    assert (ok.level, ok.control_level, ok.reason) == ("verified", "not reproduced", "")
+    with pytest.raises(ValueError, match=names("control")):
+        rule.judge(_measures(rule), Full())
+    assert rule.control.strip() and "Control:" in rule.text()
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.evidence in TRAINING_KINDS],
+                         ids=[r.key for r in RULES if r.evidence in TRAINING_KINDS])
+def test_every_training_rule_is_gated_by_the_protocol(rule: Rule) -> None:
+    """Below the paper's protocol a failing rule gives "inconclusive (reduced protocol: ...)"; a passing one
+    still verifies, labelled with what the run cut."""
+    reduced = Gated.preset("smoke")
+    assert reduced.shortfall() == ("steps 10 (the paper's: 100)", "vocab 50 (the paper's: no limit)")
+    failing = _judge(rule, _measures(rule, 0), config=reduced)
+    assert failing.level == "inconclusive" and failing.reason.startswith("reduced protocol: steps 10")
+    passing = _judge(rule, _measures(rule), config=reduced)
+    assert passing.level == "verified" and passing.label().startswith("verified (reduced protocol: steps 10")
+    assert _judge(rule, _measures(rule, 0), config=Gated()).level == "not reproduced"
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.evidence not in TRAINING_KINDS],
+                         ids=[r.key for r in RULES if r.evidence not in TRAINING_KINDS])
+def test_derivation_and_simulation_rules_take_no_control(rule: Rule) -> None:
+    assert not rule.control
+    with pytest.raises(ValueError, match=names("control")):
+        rule.judge(_measures(rule), Full(), control=_measures(rule))
+
+
+@pytest.mark.parametrize("rule", RULES, ids=IDS)
+def test_every_rule_states_itself_names_its_alternative_and_reads_typed_measures(rule: Rule) -> None:
     text = rule.text()
     for c in rule.criteria:
         assert c.meaning in text and f"{c.verified:g}" in text
+    assert rule.alternative.strip() and f"Rules out: {rule.alternative}" in text
+    hints = typing.get_type_hints(rule.measures)
+    assert all(hints[f.name] in (int, float) for f in dataclasses.fields(rule.measures)), rule.measures
+    if rule.evidence in TRAINING_KINDS and claims.get(rule.claim).kind == "theory":
+        assert rule.premise.strip(), f"{rule.key}: training evidence on a theory claim names the premise it tests"
 
 
 def test_rules_per_claim_and_evidence_are_unique() -> None:
-    keys = [(r.claim, r.evidence) for r in RULES]
-    assert len(keys) == len(set(keys))
+    assert len(IDS) == len(set(IDS)) and len(RULES) >= 60
+
+
+def test_every_claim_of_the_paper_has_a_deciding_rule() -> None:
+    """A theory claim has a derivation or simulation rule, an experiment claim a training or real-data one."""
+    for c in claims.CLAIMS:
+        kinds = {r.evidence for r in RULES if r.claim == c.id}
+        assert kinds & set(claims.admissible(c.id)), f"{c.id}: no rule on {claims.admissible(c.id)}"
 
 
 def test_criterion_scores() -> None:
@@ -77,39 +182,69 @@ def test_criterion_rejects_thresholds_in_the_wrong_order() -> None:
         Criterion("err", "error", "==", 1.0)
 
 
+@dataclass(frozen=True)
+class AB:
+    """Two test measures."""
+
+    a: float
+    b: float
+
+
 def test_rule_combines_required_and_optional_criteria() -> None:
-    rule = Rule("C38", "training-sampled", (at_least("a", "a", 1.0, 0.5), at_least("b", "b", 1.0, 0.5,
-                                                                                    required=False)))
-    assert rule.level({"a": 1.0, "b": 1.0}) == "verified"
-    assert rule.level({"a": 1.0, "b": 0.0}) == "partly verified"  # optional part fails
-    assert rule.level({"a": 0.0, "b": 1.0}) == "not reproduced"  # required part fails
-    assert rule.level({"a": 0.6, "b": 1.0}) == "partly verified"
+    rule = Rule("C38", "training-sampled", AB, (at_least("a", "a", 1.0, 0.5), at_least("b", "b", 1.0, 0.5,
+                                                                                        required=False)), "no effect")
+    assert rule.level(AB(1.0, 1.0)) == "verified"
+    assert rule.level(AB(1.0, 0.0)) == "partly verified"  # optional part fails
+    assert rule.level(AB(0.0, 1.0)) == "not reproduced"  # required part fails
+    assert rule.level(AB(0.6, 1.0)) == "partly verified"
 
 
-def test_rule_rejects_missing_or_bad_numbers_and_empty_protocol() -> None:
-    rule = Rule("C1", "derivation", (at_most("err", "error", 1e-10),))
-    with pytest.raises(ValueError, match=names("numbers")):
-        rule.level({})
-    with pytest.raises(ValueError, match=r"^numbers\['err'\]:"):
-        rule.level({"err": "small"})
-    with pytest.raises(ValueError, match=names("protocol")):
-        rule.judge({"err": 0.0}, protocol=" ")
+def test_rule_is_checked_against_its_measures_when_made() -> None:
+    with pytest.raises(ValueError, match=names("criteria")):
+        Rule("C1", "derivation", AB, (at_most("c", "c", 1e-10),), "wrong")  # no field c
+    with pytest.raises(ValueError, match=names("measures")):
+        Rule("C1", "derivation", dict, (at_most("a", "a", 1e-10),), "wrong")
+    with pytest.raises(ValueError, match=names("alternative")):
+        Rule("C1", "derivation", AB, (at_most("a", "a", 1e-10),), " ")
     with pytest.raises(ValueError, match=names("evidence")):
-        Rule("C1", "hearsay", (at_most("err", "error", 1e-10),))
+        Rule("C1", "hearsay", AB, (at_most("a", "a", 1e-10),), "wrong")
+    with pytest.raises(ValueError, match=names("control")):
+        Rule("C1", "derivation", AB, (at_most("a", "a", 1e-10),), "wrong", control="step 0")
+
+
+def test_rule_rejects_other_measures_and_non_numbers() -> None:
+    rule = Rule("C1", "derivation", AB, (at_most("a", "error", 1e-10),), "wrong")
+    with pytest.raises(ValueError, match=names("measures")):
+        rule.judge(Full(), Full())
+    with pytest.raises(ValueError, match=r"^measures\.a:"):
+        rule.judge(AB("small", 0.0), Full())
 
 
 def test_judge_returns_a_verdict_with_rule_numbers_and_protocol() -> None:
-    rule = Rule("C1", "derivation", (at_most("err", "max error", 1e-10, 1e-6),), note="a note")
-    v = rule.judge({"err": 3e-8, "n": 200}, protocol="200 instances", link="book/chapters/x.html#a")
+    rule = Rule("C1", "derivation", AB, (at_most("a", "max error", 1e-10, 1e-6),), "a wrong closed form",
+                note="a note")
+    v = rule.judge(AB(3e-8, 200), Full(), scope="plain", link="book/chapters/x.html#a")
     assert isinstance(v, Verdict)
-    assert (v.claim, v.level, v.evidence) == ("C1", "partly verified", "derivation")
-    assert v.numbers == {"err": 3e-8, "n": 200} and "max error <= 1e-10" in v.rule and "a note" in v.rule
-    assert v.summary() == "err = 3.0e-08; n = 200"
+    assert (v.claim, v.level, v.evidence, v.protocol) == ("C1", "partly verified", "derivation", "100 steps; plain")
+    assert v.numbers == {"a": 3e-8, "b": 200.0} and "max error <= 1e-10" in v.rule and "a note" in v.rule
+    assert "Rules out: a wrong closed form" in v.rule
+    assert v.summary() == "a = 3.0e-08; b = 200"
 
 
-def test_worst() -> None:
+def test_fingerprint_follows_every_threshold() -> None:
+    a = Rule("C1", "derivation", AB, (at_most("a", "error", 1e-10, 1e-6),), "wrong")
+    b = Rule("C1", "derivation", AB, (at_most("a", "error", 1e-10, 1e-5),), "wrong")
+    assert a.fingerprint() != b.fingerprint() and a.fingerprint() == dataclasses.replace(a).fingerprint()
+
+
+def test_worst_orders_inconclusive_between_partly_and_not_reproduced() -> None:
+    assert LEVELS == ("verified", "partly verified", "inconclusive", "not reproduced")
     assert worst(["verified", "partly verified"]) == "partly verified"
-    assert worst(["verified"]) == "verified"
-    assert worst(list(LEVELS)) == "not reproduced"
+    assert worst(["verified", "inconclusive"]) == "inconclusive"
+    assert worst(["inconclusive", "not reproduced"]) == "not reproduced"
     with pytest.raises(ValueError, match=names("levels")):
         worst([])
+
+
+def test_evidence_kinds() -> None:
+    assert set(TRAINING_KINDS) < set(EVIDENCE)
