@@ -12,6 +12,7 @@ import pytest
 from nbclient import NotebookClient
 
 from scansnap import claims, cli, figures
+from scansnap.verdicts import TRAINING_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.md"))
@@ -75,8 +76,27 @@ def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkey
         assert cli.main(["reproduce", record.id, "--check", "--against", str(build), "--out", str(out), "--quiet"]) == 0
         made = (out / "figures" / record.files["data"]).read_bytes()
         assert made == (build / "figures" / record.files["data"]).read_bytes(), f"{record.id}: data differ"
+    anchors = page_anchors(chapter.read_text())
     for path in (build / "verdicts").glob("*.json"):
         assert claims.get(path.stem).chapter == docname, f"{path.stem} is not a claim of {docname}"
+        for v in claims.verdicts(path.stem):
+            assert v.profile == "smoke"
+            if v.evidence in TRAINING_KINDS:  # every training verdict carries its control's numbers and level
+                assert v.control_level and set(v.control) == set(v.numbers), (v.claim, v.evidence)
+            else:
+                assert not v.control_level and not v.control
+            page, _, anchor = v.link.partition("#")
+            assert page == f"{docname}.html", v.link
+            assert not anchor or anchor in anchors, f"{v.claim}: no anchor #{anchor} on {docname}"
+
+
+def page_anchors(text: str) -> set[str]:
+    """The ids a chapter page has: labels ``(x)=``, ``:name:`` and ``:label:`` options, and section ids made from
+    headings (docutils' ``make_id``)."""
+    from docutils.nodes import make_id
+
+    found = set(re.findall(r"^\(([\w-]+)\)=", text, re.M)) | set(re.findall(r"^:(?:name|label): (\S+)", text, re.M))
+    return found | {make_id(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
 
 
 def test_every_figure_is_shown_by_its_chapter() -> None:
@@ -86,7 +106,7 @@ def test_every_figure_is_shown_by_its_chapter() -> None:
     assert not set(cli._figure_ids()) - shown, f"figures no chapter shows: {sorted(set(cli._figure_ids()) - shown)}"
 
 
-LEVEL = re.compile(r"\b(partly verified|verified|not reproduced)\b", re.I)
+LEVEL = re.compile(r"\b(partly verified|verified|not reproduced|inconclusive)\b", re.I)
 GLUED = re.compile(r"\{glue:[a-z]+\}`[^`]*`")
 
 
@@ -97,9 +117,8 @@ def _literal_verdicts_in_code(source: str) -> list[str]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             text = node.value.strip().strip("*").strip().lower()
-            if text in ("verified", "partly verified", "not reproduced") or re.search(r"\*\*(partly verified|"
-                                                                                    r"verified|not reproduced)",
-                                                                                    node.value, re.I):
+            if text in ("verified", "partly verified", "not reproduced", "inconclusive") or re.search(
+                    r"\*\*(partly verified|verified|not reproduced|inconclusive)", node.value, re.I):
                 found.append(node.value)
         if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "record":
             found += [ast.unparse(a) for a in node.args if isinstance(a, ast.Constant | ast.JoinedStr)]
@@ -124,7 +143,7 @@ def test_no_literal_verdicts(chapter: Path) -> None:
     prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     for paragraph in re.split(r"\n\s*\n", prose):
         bare = GLUED.sub("", paragraph)
-        if re.search(r"\b[CX]\d{1,2}\b", bare):
+        if re.search(r"\b[CX]\d{1,2}[ab]?\b", bare):
             assert not LEVEL.search(bare), paragraph
 
 

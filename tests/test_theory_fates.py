@@ -111,7 +111,8 @@ def test_corollary2_symmetric_family() -> None:
     gamma = 0.37
     pred = fates.eqn10_zdot(classes, Z, gamma, eta_Z=2.0)
     eps = fates.unit_scores(classes, Z)[0, :4]
-    torch.testing.assert_close(pred[m, :4], fates.corollary2_rate(eps, 3, classes.M, gamma, 2.0), rtol=1e-13, atol=1e-13)
+    want = fates.corollary2_rate(eps, 3, classes.M, gamma, 2.0)
+    torch.testing.assert_close(pred[m, :4], want, rtol=1e-13, atol=1e-13)
     assert (pred[m, :4] < 0).all()
     moves = torch.stack([pred[m, classes.distinct(n)] for n in range(3)])
     torch.testing.assert_close(moves, moves[:1].expand(3, -1), rtol=1e-14, atol=1e-14)

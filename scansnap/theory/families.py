@@ -14,7 +14,6 @@ from scansnap.data import SequenceClasses, sequence_classes, syn_medium, syn_sma
 
 __all__ = ["classes_from_weights", "example_families", "random_classes"]
 
-F64 = torch.float64
 
 
 def classes_from_weights(weights: torch.Tensor | list, query: torch.Tensor | list) -> SequenceClasses:
@@ -33,7 +32,7 @@ def classes_from_weights(weights: torch.Tensor | list, query: torch.Tensor | lis
     Returns:
         :class:`~scansnap.data.SequenceClasses` with float64 ``probs``.
     """
-    w = torch.as_tensor(weights, dtype=F64)
+    w = torch.as_tensor(weights, dtype=torch.float64)
     check_tensor("weights", w, shape=(-1, -1), low=0.0)
     K, L = w.shape
     if not (w.sum(1) > 0).all():
@@ -44,7 +43,7 @@ def classes_from_weights(weights: torch.Tensor | list, query: torch.Tensor | lis
     if sorted(set(q.tolist())) != list(range(num_query)):
         raise ValueError(f"query: must use every query index 0..{num_query - 1}; got {q.tolist()}")
     M = L + num_query + K
-    probs = torch.zeros(K, M, dtype=F64)
+    probs = torch.zeros(K, M, dtype=torch.float64)
     probs[:, :L] = w / w.sum(1, keepdim=True)
     return SequenceClasses(M=M, query=L + q, next=L + num_query + torch.arange(K), probs=probs)
 
@@ -63,19 +62,20 @@ def random_classes(generator: torch.Generator, *, one_common: bool = False) -> S
     K = int(torch.randint(2, 6, (), generator=g))
     if one_common:
         blocks = torch.randint(1, 4, (K,), generator=g).tolist()
-        w = torch.zeros(K, 1 + sum(blocks), dtype=F64)
+        w = torch.zeros(K, 1 + sum(blocks), dtype=torch.float64)
         start = 1
         for n, b in enumerate(blocks):
-            w[n, start:start + b] = torch.rand(b, generator=g, dtype=F64) + 0.1
+            w[n, start:start + b] = torch.rand(b, generator=g, dtype=torch.float64) + 0.1
             start += b
         holds = torch.rand(K, generator=g) < 0.5
         holds[:2] = True
-        w[:, 0] = (torch.rand(K, generator=g, dtype=F64) + 0.1) * holds
+        w[:, 0] = (torch.rand(K, generator=g, dtype=torch.float64) + 0.1) * holds
     else:
         extra = int(torch.randint(2, 15, (), generator=g))
-        w = torch.zeros(K, K + extra, dtype=F64)
-        w[torch.arange(K), torch.arange(K)] = torch.rand(K, generator=g, dtype=F64) + 0.1
-        w[:, K:] = (torch.rand(K, extra, generator=g, dtype=F64) + 0.1) * (torch.rand(K, extra, generator=g) < 0.5)
+        w = torch.zeros(K, K + extra, dtype=torch.float64)
+        w[torch.arange(K), torch.arange(K)] = torch.rand(K, generator=g, dtype=torch.float64) + 0.1
+        present = torch.rand(K, extra, generator=g, dtype=torch.float64) + 0.1
+        w[:, K:] = present * (torch.rand(K, extra, generator=g) < 0.5)
     num_query = int(torch.randint(1, K + 1, (), generator=g))
     query = torch.cat([torch.arange(num_query), torch.randint(num_query, (K - num_query,), generator=g)])
     return classes_from_weights(w, query)

@@ -57,7 +57,6 @@ __all__ = [
     "unit_scores",
 ]
 
-F64 = torch.float64
 
 
 # ----------------------------------------------------------------------------------------------
@@ -68,7 +67,7 @@ F64 = torch.float64
 def unit_scores(classes: SequenceClasses, Z: torch.Tensor) -> torch.Tensor:
     """Lemma 2's ``f~_n = c_n / ||c_n||_2`` of every class: ``Z`` ``(..., M, M)`` -> ``(..., K, M)`` float64
     (row ``n`` is column ``n`` of :func:`scansnap.theory.decoder.unit_inputs`'s ``F``)."""
-    f = classes.population(Z.to(F64))
+    f = classes.population(Z.to(torch.float64))
     return f / torch.linalg.vector_norm(f, dim=-1, keepdim=True)
 
 
@@ -90,9 +89,9 @@ def theorem1_decoder(classes: SequenceClasses, Z: torch.Tensor, h: float) -> tor
     if not h >= 0:
         raise ValueError(f"h: must be >= 0; got {h}")
     M = classes.M
-    ft = unit_scores(classes, Z.to(F64))  # (K, M)
-    W = h * (M * torch.nn.functional.one_hot(classes.next, M).to(F64) - 1.0)  # (K, M), rows w_n
-    return ft.T @ torch.linalg.solve(gram(ft.T) + torch.eye(classes.K, dtype=F64), W)
+    ft = unit_scores(classes, Z.to(torch.float64))  # (K, M)
+    W = h * (M * torch.nn.functional.one_hot(classes.next, M).to(torch.float64) - 1.0)  # (K, M), rows w_n
+    return ft.T @ torch.linalg.solve(gram(ft.T) + torch.eye(classes.K, dtype=torch.float64), W)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -102,8 +101,8 @@ def theorem1_decoder(classes: SequenceClasses, Z: torch.Tensor, h: float) -> tor
 
 def _pi(classes: SequenceClasses, pi: torch.Tensor | None) -> torch.Tensor:
     if pi is None:
-        return torch.full((classes.K,), 1.0 / classes.K, dtype=F64)
-    pi = torch.as_tensor(pi, dtype=F64)
+        return torch.full((classes.K,), 1.0 / classes.K, dtype=torch.float64)
+    pi = torch.as_tensor(pi, dtype=torch.float64)
     return check_tensor("pi", pi, shape=(classes.K,), low=0.0)
 
 
@@ -141,7 +140,7 @@ def eqn10_zdot(
     """
     check_positive("eta_Z", eta_Z)
     check_tensor("Z", Z, shape=(..., classes.M, classes.M), floating=True)
-    gamma = torch.as_tensor(gamma, dtype=F64)
+    gamma = torch.as_tensor(gamma, dtype=torch.float64)
     check_tensor("gamma", gamma, low=0.0)
     ft = unit_scores(classes, Z)
     E = gram(ft.mT)  # once per call
@@ -149,7 +148,7 @@ def eqn10_zdot(
         _, beta = theorem1_coefficients(E, classes.M)
     else:
         check_tensor("beta", beta, shape=(..., classes.K, classes.K), floating=True)
-        beta = beta.to(F64) * (1 - torch.eye(classes.K, dtype=F64))
+        beta = beta.to(torch.float64) * (1 - torch.eye(classes.K, dtype=torch.float64))
     xi_n = (beta * E).sum(-1)  # Theorem 1(a)'s definition, for any beta
     # sum_{n'} beta_{nn'} (E_{nn'} f~_n - f~_n') = xi_n f~_n - (beta F^T)_n
     per_class = _pi(classes, pi)[:, None] * ft * (xi_n[..., None] * ft - beta @ ft)
@@ -169,7 +168,7 @@ def population_zdot(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor, 
     check_positive("eta_Z", eta_Z)
     squeeze = Z.ndim == 2
     Y3, Z3 = (Y[None], Z[None]) if squeeze else (Y, Z)
-    model = YZModel.from_params(Y3.to(F64), Z3.to(F64))
+    model = YZModel.from_params(Y3.to(torch.float64), Z3.to(torch.float64))
     _, _, gZ = model.loss_and_gradients(classes.query, classes.probs, classes.next)
     out = -eta_Z * gZ
     return out[0] if squeeze else out
@@ -181,7 +180,7 @@ def class_gradients(classes: SequenceClasses, Y: torch.Tensor, Z: torch.Tensor) 
     ``g_n``); :func:`scansnap.theory.decoder.backprop_gradient` at :func:`scansnap.theory.decoder.unit_inputs`."""
     check_tensor("Y", Y, shape=(classes.M, classes.M), floating=True)
     F, targets = unit_inputs(classes, Z.detach())
-    return torch.from_numpy(backprop_gradient(Y.detach().to(F64).numpy(), F, targets))
+    return torch.from_numpy(backprop_gradient(Y.detach().to(torch.float64).numpy(), F, targets))
 
 
 def span_coefficients(ft: torch.Tensor, g: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -219,11 +218,11 @@ def single_common_rate(
     check_positive("eta_Z", eta_Z)
     if not gamma >= 0:
         raise ValueError(f"gamma: must be >= 0; got {gamma}")
-    ft = unit_scores(classes, Z.to(F64))
+    ft = unit_scores(classes, Z.to(torch.float64))
     c = int(common[0])
-    has_c = (classes.probs[:, c] > 0).to(F64)  # the sum is over classes whose support holds c
+    has_c = (classes.probs[:, c] > 0).to(torch.float64)  # the sum is over classes whose support holds c
     per_class = -eta_Z * gamma * _pi(classes, pi) * xi(gram(ft.T), classes.M) * (1 - ft[:, c] ** 2) * has_c
-    return torch.zeros(classes.M, dtype=F64).index_add_(0, classes.query, per_class)
+    return torch.zeros(classes.M, dtype=torch.float64).index_add_(0, classes.query, per_class)
 
 
 def corollary2_beta(S: torch.Tensor | float, K: int, M: int) -> torch.Tensor:
@@ -231,7 +230,7 @@ def corollary2_beta(S: torch.Tensor | float, K: int, M: int) -> torch.Tensor:
     ``beta = S / ((1 - S)(1 + (K - 1) S)) + 1 / (M (1 + (K - 1) S))``, for ``0 <= S < 1``."""
     check_int("K", K, low=2)
     check_int("M", M, low=2)
-    S = torch.as_tensor(S, dtype=F64)
+    S = torch.as_tensor(S, dtype=torch.float64)
     check_tensor("S", S, low=0.0)
     if not (S < 1).all():
         raise ValueError(f"S: must be < 1 (I + E positive definite); got max {S.max().item()}")
@@ -252,7 +251,7 @@ def corollary2_rate(
     Returns:
         ``(..., |G_CT|)``.
     """
-    eps = torch.as_tensor(eps, dtype=F64)
+    eps = torch.as_tensor(eps, dtype=torch.float64)
     check_tensor("eps", eps, low=0.0, high=1.0)
     S = (eps**2).sum(-1, keepdim=True)
     return -eta_Z * gamma * pi_sum * (K - 1) * corollary2_beta(S, K, M) * eps**2 * (1 - S)
@@ -304,9 +303,9 @@ def logits_from_attention(f: torch.Tensor, classes: SequenceClasses) -> torch.Te
     if not (f[..., support] > 0).all():
         raise ValueError("f: must be positive on every class's support (log of 0)")
     lead = f.shape[:-2]
-    Z = torch.zeros(*lead, classes.M, classes.M, dtype=F64)
+    Z = torch.zeros(*lead, classes.M, classes.M, dtype=torch.float64)
     logp = torch.log(torch.where(support, classes.probs, 1.0))
-    rhs_all = torch.log(torch.where(support, f.to(F64), 1.0)) - logp  # (..., K, M)
+    rhs_all = torch.log(torch.where(support, f.to(torch.float64), 1.0)) - logp  # (..., K, M)
     for members, tokens in _components(classes):
         # walk the group class by class, each sharing a token with those before (its shift a_n follows
         # from that token); elementwise operations only, so the result does not depend on the number
@@ -325,7 +324,7 @@ def logits_from_attention(f: torch.Tensor, classes: SequenceClasses) -> torch.Te
                         known[l] = rhs_all[..., n, l] + shift
                 pending.remove(n)
                 break
-        total = torch.zeros(lead, dtype=F64)
+        total = torch.zeros(lead, dtype=torch.float64)
         for l in tokens:  # a fixed order of summation
             total = total + known[l]
         mean = total / len(tokens)  # the group's logits sum to 0

@@ -43,14 +43,13 @@ __all__ = [
     "token_roles",
 ]
 
-F64 = torch.float64
 DISTINCT, COMMON = 1, -1
 """Roles of a token in a query's row: distinct (Theorem 2(a): its logit rises) or common (it falls); 0: absent."""
 
 
 def _attended(classes: SequenceClasses, Z: torch.Tensor | None) -> torch.Tensor:
-    Z = torch.zeros(classes.M, classes.M, dtype=F64) if Z is None else check_tensor(
-        "Z", Z, shape=(classes.M, classes.M), floating=True).to(F64)
+    Z = torch.zeros(classes.M, classes.M, dtype=torch.float64) if Z is None else check_tensor(
+        "Z", Z, shape=(classes.M, classes.M), floating=True).to(torch.float64)
     return classes.population(Z)
 
 
@@ -58,7 +57,7 @@ def residual_inputs(classes: SequenceClasses, Z: torch.Tensor | None = None) -> 
     """``V`` ``(M, K)``: the decoder's inputs with the residual connection of Sec. 7, columns ``v~_n`` (default
     ``Z = 0``); they replace Theorem 1's ``F``."""
     f = _attended(classes, Z)
-    v = f + torch.nn.functional.one_hot(classes.query, classes.M).to(F64)
+    v = f + torch.nn.functional.one_hot(classes.query, classes.M).to(torch.float64)
     return (v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)).T
 
 
@@ -66,7 +65,7 @@ def residual_overlap_formula(classes: SequenceClasses, Z: torch.Tensor | None = 
     """The derived closed form of the overlaps ``E`` ``(K, K)`` with the residual (module docstring; Sec. 7,
     claim C33), from the attention ``f_n`` alone; valid when no query token is a contextual token of any class."""
     f = _attended(classes, Z)
-    same = (classes.query[:, None] == classes.query[None, :]).to(F64)
+    same = (classes.query[:, None] == classes.query[None, :]).to(torch.float64)
     sq = 1 + (f * f).sum(-1)
     E = (f @ f.T + same) / torch.sqrt(sq[:, None] * sq[None, :])
     return E - torch.diag_embed(torch.diagonal(E))
@@ -80,7 +79,7 @@ def residual_decoder(classes: SequenceClasses, Z: torch.Tensor, h: float) -> tor
         raise ValueError(f"h: must be >= 0; got {h}")
     M = classes.M
     V = residual_inputs(classes, Z)
-    W = h * (M * torch.nn.functional.one_hot(classes.next, M).to(F64) - 1.0)
+    W = h * (M * torch.nn.functional.one_hot(classes.next, M).to(torch.float64) - 1.0)
     return V @ torch.linalg.solve(V.T @ V, W)
 
 
@@ -101,7 +100,7 @@ def residual_zdot(
     if not gamma >= 0:
         raise ValueError(f"gamma: must be >= 0; got {gamma}")
     f = _attended(classes, Z)  # (K, M)
-    v = f + torch.nn.functional.one_hot(classes.query, classes.M).to(F64) if residual else f
+    v = f + torch.nn.functional.one_hot(classes.query, classes.M).to(torch.float64) if residual else f
     norm = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
     vt = v / norm
     E = vt @ vt.T
@@ -115,7 +114,7 @@ def residual_zdot(
         inner = (b * E).sum(-1, keepdim=True) * vt - b @ vt  # sum_k beta_nk (E_nk v~_n - v~_k), (K, M)
         jac = f * inner - f * (f * inner).sum(-1, keepdim=True)  # (diag(f_n) - f_n f_n^T) inner
         per_class = eta_Z * gamma / K * jac / norm
-        parts.append(torch.zeros(classes.M, classes.M, dtype=F64).index_add_(0, classes.query, per_class))
+        parts.append(torch.zeros(classes.M, classes.M, dtype=torch.float64).index_add_(0, classes.query, per_class))
     return parts[0], parts[1]
 
 

@@ -47,7 +47,6 @@ __all__ = [
     "relative_gain",
 ]
 
-F64 = torch.float64
 
 
 def _times(t: object) -> np.ndarray:
@@ -212,8 +211,8 @@ def integrate_eqn10(
     Q, pi = len(rows), np.full(K, 1.0 / K)
 
     def full(y: np.ndarray) -> torch.Tensor:
-        Z = torch.as_tensor(start, dtype=F64).clone()
-        Z[rows] = torch.as_tensor(y[: Q * M], dtype=F64).reshape(Q, M)
+        Z = torch.as_tensor(start, dtype=torch.float64).clone()
+        Z[rows] = torch.as_tensor(y[: Q * M], dtype=torch.float64).reshape(Q, M)
         return Z
 
     def rate(Z: torch.Tensor, gamma: float) -> np.ndarray:
@@ -228,8 +227,8 @@ def integrate_eqn10(
         sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, method="DOP853", t_eval=times, rtol=rtol, atol=atol)
         if not sol.success:  # pragma: no cover - the system is smooth
             raise RuntimeError(f"integrate_eqn10: solve_ivp failed: {sol.message}")
-        Zs = torch.as_tensor(start, dtype=F64).repeat(len(times), 1, 1)
-        Zs[:, rows] = torch.as_tensor(sol.y[: Q * M].T, dtype=F64).reshape(len(times), Q, M)
+        Zs = torch.as_tensor(start, dtype=torch.float64).repeat(len(times), 1, 1)
+        Zs[:, rows] = torch.as_tensor(sol.y[: Q * M].T, dtype=torch.float64).reshape(len(times), Q, M)
         gammas = theorem1_gamma(times, M, K, eta_Y)
         ft = unit_scores(classes, Zs)  # (S, K, M), batched
         return Eqn10Run(t=times, logits=Zs[:, classes.query].numpy(), ft=ft.numpy(),
