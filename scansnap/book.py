@@ -31,7 +31,8 @@ def show(made, *fig_ids: str) -> None:
     for fig_id in fig_ids or tuple(made.figures):
         _glue(fig_id, made.figures[fig_id])
         plt.close(made.figures[fig_id])
-        print(f"{fig_id}: {made.wall_time_s:.1f} s; re-make it: {made.records[fig_id].command}")
+        print(f"{fig_id}: {made.wall_time_s:.1f} s; re-make it: {made.records[fig_id].command}\n"
+              f"  protocol ({made.records[fig_id].profile} profile): {made.records[fig_id].protocol}")
 
 
 def glue_value(key: str, value: object) -> None:

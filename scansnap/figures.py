@@ -73,6 +73,7 @@ class FigureRecord:
     date: str
     command: str
     files: dict[str, str] = field(default_factory=dict)
+    protocol: str = ""
 
     @property
     def anchor(self) -> str:
@@ -91,6 +92,7 @@ def save(
     claims: Sequence[str] = (),
     wall_time_s: float = 0.0,
     profile: str | None = None,
+    protocol: str = "",
     out: Path | None = None,
 ) -> FigureRecord:
     """Write ``fig`` (PNG, SVG), its ``data`` (CSV or JSON) and its provenance under ``out/figures``.
@@ -105,6 +107,8 @@ def save(
         claims: ids of the claims (``"C35"``...) the figure supports.
         wall_time_s: seconds the computation took.
         profile: the profile whose parameters made it (default: the active profile).
+        protocol: how the run was made, in words (the configuration's ``protocol()``; the caption states no
+            run parameters).
         out: artifacts folder (default :func:`scansnap._io.artifacts_dir`).
     """
     if not name or set(name) - _NAME_CHARS:
@@ -123,7 +127,7 @@ def save(
         id=name, caption=caption, chapter=chapter, claims=list(claims), params=jsonable(dict(params)),
         profile=profile, version=provenance.version(), commit=provenance.git_commit(),
         wall_time_s=round(float(wall_time_s), 3), date=datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        command=f"python -m scansnap reproduce {name} --profile {profile}", files=files,
+        command=f"python -m scansnap reproduce {name} --profile {profile}", files=files, protocol=protocol,
     )
     atomic_write(folder / files["provenance"], dump_json(asdict(record)))
     return record
@@ -230,7 +234,8 @@ def gallery_markdown(headlines: Mapping[str, str], base: str = "", out: Path | N
                                f'**{headlines.get(c, "not yet checked")}**' for c in r.claims)
         verdicts = verdicts or "none (an illustration)"
         remake = (f"<code>python -m scansnap reproduce {r.id} --profile {r.profile}</code><br>"
-                  f"check against the published data: add <code>--check</code>")
+                  f"check against the published data: add <code>--check</code>"
+                  + (f"<br>protocol ({r.profile} profile): {html.escape(r.protocol)}" if r.protocol else ""))
         # braces as entities: MyST's substitution extension would read "{{" in the page as a template
         entry = html.escape(bibtex(r)).replace("{", "&#123;").replace("}", "&#125;")
         cite = f"<details><summary>BibTeX</summary><pre>{entry}</pre></details>"

@@ -161,7 +161,7 @@ def make(
         made_figures[spec.id] = fig
         records[spec.id] = figures.save(fig, spec.id, spec.table(result), config.to_dict(), caption=spec.caption,
                                         chapter=exp.chapter, claims=spec.claims, wall_time_s=wall,
-                                        profile=profile, out=out)
+                                        profile=profile, protocol=config.protocol(), out=out)
     return Made(exp, config, result, made_figures, records, wall)
 
 
