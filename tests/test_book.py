@@ -11,7 +11,7 @@ import jupytext
 import pytest
 from nbclient import NotebookClient
 
-from scansnap import claims, cli, figures
+from scansnap import claims, cli, experiments, figures
 from scansnap.verdicts import TRAINING_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,6 +76,11 @@ def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkey
         assert cli.main(["reproduce", record.id, "--check", "--against", str(build), "--out", str(out), "--quiet"]) == 0
         made = (out / "figures" / record.files["data"]).read_bytes()
         assert made == (build / "figures" / record.files["data"]).read_bytes(), f"{record.id}: data differ"
+    judged = {f"{v.claim}/{v.evidence}" for path in (build / "verdicts").glob("*.json")
+              for v in claims.verdicts(path.stem)}
+    owned = {r.key for m in experiments.modules() for r in m.RULES
+             if any(e.chapter == docname for e in m.EXPERIMENTS)}
+    assert owned <= judged, f"rules of {docname}'s experiments that its smoke run never judged: {owned - judged}"
     anchors = page_anchors(chapter.read_text())
     for path in (build / "verdicts").glob("*.json"):
         assert claims.get(path.stem).chapter == docname, f"{path.stem} is not a claim of {docname}"
@@ -97,6 +102,16 @@ def page_anchors(text: str) -> set[str]:
 
     found = set(re.findall(r"^\(([\w-]+)\)=", text, re.M)) | set(re.findall(r"^:(?:name|label): (\S+)", text, re.M))
     return found | {make_id(h) for h in re.findall(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def test_every_figure_names_claims_that_exist_and_every_module_has_rules() -> None:
+    for exp in experiments.all_experiments().values():
+        for spec in exp.figures:
+            for cid in spec.claims:
+                assert claims.get(cid).id == cid, (spec.id, cid)
+    for module in experiments.modules():
+        rules = module.RULES
+        assert all(r.claim for r in rules) and len({r.key for r in rules}) == len(rules), module.__name__
 
 
 def test_every_figure_is_shown_by_its_chapter() -> None:

@@ -113,7 +113,8 @@ def test_the_verdict_lock_catches_one_altered_verdict(tmp_path: Path, capsys) ->
     _record("C2", 0.0)
     assert main(["claims", "--write-lock", "--lock", str(lock), "--reason", "C2 measured again"]) == 0
     changes = json.loads(lock.read_text())["changes"]
-    assert {"claim": "C2", "what": "headline", "from": "partly verified", "to": "verified"}.items() <= changes[-1].items()
+    want = {"claim": "C2", "what": "headline", "from": "partly verified", "to": "verified"}
+    assert want.items() <= changes[-1].items()
     assert changes[-1]["reason"] == "C2 measured again"
 
 
