@@ -7,11 +7,13 @@ it: the bytes are read once, their SHA-256 (where known) and their **git blob id
 ``b"blob <size>\\0" + bytes``, the id under which that repository stores the file) are compared with
 the digests below, and only those verified bytes are decoded.
 
-* The folder: an argument, else ``$SCANSNAP_WIKITEXT``, else ``../shared/data/wikitext-2`` next to the
-  repository (:func:`data_dir`).
-* :func:`verified_text` / :func:`tokens`: a missing file raises ``FileNotFoundError``; a truncated or
-  altered one raises ``ValueError``; each message names the file, the expected and the found digest,
-  and how to get a good copy.
+* The folder: an argument, else ``$SCANSNAP_WIKITEXT``, else a per-user cache folder
+  (``pooch.os_cache("scansnap") / "wikitext-2"``, e.g. ``~/.cache/scansnap/wikitext-2`` on Linux) that
+  :func:`verified_text` fills on first use with the verified :func:`download` (:func:`data_dir`).
+* :func:`verified_text` / :func:`tokens`: a missing file raises ``FileNotFoundError`` (in the default cache
+  folder only after a download failed: the message names the cache, the variable and the download error);
+  a truncated or altered one raises ``ValueError``; each message names the file, the expected and the found
+  digest, and how to get a good copy.
 * :func:`download`: fetches files with `pooch` (retries, a temporary file, a move), verifies them with
   the same check, and moves them into the folder only when they pass; nothing partial or unverified is
   ever left there.
@@ -42,6 +44,7 @@ __all__ = [
     "SPLITS",
     "Vocabulary",
     "batchify",
+    "cache_dir",
     "chunks",
     "data_dir",
     "download",
@@ -70,14 +73,22 @@ _HOW = (f"get a good copy with scansnap.wikitext.download(root) on a machine wit
         f"from {BASE_URL}")
 
 
+def cache_dir() -> Path:
+    """The per-user cache folder of Chapter 8's WikiText-2 when neither an argument nor ``$SCANSNAP_WIKITEXT``
+    names one: ``pooch.os_cache("scansnap") / "wikitext-2"`` (``$XDG_CACHE_HOME/scansnap/wikitext-2`` or
+    ``~/.cache/scansnap/wikitext-2`` on Linux)."""
+    import pooch
+
+    return Path(pooch.os_cache("scansnap")) / "wikitext-2"
+
+
 def data_dir(root: str | os.PathLike | None = None) -> Path:
-    """The WikiText-2 folder (Chapter 8): ``root``, else ``$SCANSNAP_WIKITEXT``, else
-    ``<repo>/../shared/data/wikitext-2``."""
+    """The WikiText-2 folder (Chapter 8): ``root``, else ``$SCANSNAP_WIKITEXT``, else :func:`cache_dir`."""
     if root is not None and str(root):
         return Path(root)
     if os.environ.get(ENV):
         return Path(os.environ[ENV])
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wikitext-2"
+    return cache_dir()
 
 
 def has_split(split: str, root: str | os.PathLike | None = None) -> bool:
@@ -112,6 +123,13 @@ def verified_text(split: str, root: str | os.PathLike | None = None) -> str:
     """
     check_choice("split", split, SPLITS)
     path = data_dir(root) / f"{split}.txt"
+    if not path.is_file() and path.parent == cache_dir():
+        try:  # first use of the default cache: fetch the verified file (nothing partial is ever left)
+            download(path.parent, [split], base_url=BASE_URL)
+        except (ConnectionError, ValueError, OSError) as exc:
+            raise FileNotFoundError(f"{split}: no file {path} in the cache folder, and downloading it failed ({exc}). "
+                                    f"Set ${ENV} to a folder holding {split}.txt, or pass root=; to fix it, "
+                                    f"{_HOW}") from exc
     if not path.is_file():
         raise FileNotFoundError(f"{split}: no file {path} (expected git blob id {GIT_BLOB[split]}"
                                 f"{', sha256 ' + SHA256[split] if split in SHA256 else ''}); to fix it, {_HOW}")
@@ -204,7 +222,7 @@ def chunks(streams: torch.Tensor, bptt: int) -> Iterator[tuple[torch.Tensor, tor
         yield streams[:, start: start + t], streams[:, start + 1: start + 1 + t]
 
 
-def download(root: str | os.PathLike, splits: Sequence[str] = SPLITS, *, base_url: str = BASE_URL,
+def download(root: str | os.PathLike, splits: Sequence[str] = SPLITS, *, base_url: str | None = None,
              retries: int = 2, timeout: float = 60.0) -> dict[str, Path]:
     """Fetch ``splits`` of Chapter 8's WikiText-2 into ``root`` and verify them; return the verified files by
     split.
@@ -223,6 +241,7 @@ def download(root: str | os.PathLike, splits: Sequence[str] = SPLITS, *, base_ur
     import requests
 
     check_int("retries", retries, low=0)
+    base_url = BASE_URL if base_url is None else base_url
     folder = Path(root)
     folder.mkdir(parents=True, exist_ok=True)
     done: dict[str, Path] = {}

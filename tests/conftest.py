@@ -3,7 +3,9 @@ bit for bit (torch's reductions may split work differently across threads)."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +13,13 @@ import torch
 from scansnap.data import SequenceClasses, syn_small
 
 torch.set_num_threads(1)
+
+# WikiText-2: on the machines this book is built on the data lie beside the repository; point the library (and
+# the chapters the tests execute) there explicitly. A user's clone has no such folder: the library then uses its
+# per-user cache, filled on first use by a verified download (scansnap.wikitext.data_dir).
+_SHARED_WIKITEXT = Path(__file__).resolve().parents[2] / "shared" / "data" / "wikitext-2"
+if not os.environ.get("SCANSNAP_WIKITEXT") and (_SHARED_WIKITEXT / "valid.txt").is_file():
+    os.environ["SCANSNAP_WIKITEXT"] = str(_SHARED_WIKITEXT)
 
 
 @pytest.fixture(autouse=True)

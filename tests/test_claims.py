@@ -16,6 +16,7 @@ from scansnap.verdicts import TRAINING_KINDS, Rule, Verdict, at_most
 
 NOTES = Path(__file__).resolve().parents[2] / "shared" / "paper" / "notes.md"
 SOURCE = Path(claims.__file__).read_text()
+LEDGER = Path(__file__).resolve().parent / "data" / "notes_ledger.json"
 
 
 @pytest.fixture(autouse=True)
@@ -64,17 +65,21 @@ def test_book_claims_are_marked() -> None:
     assert all(c.origin == "book" for c in claims.CLAIMS if c.id.startswith("X"))
 
 
-@pytest.mark.skipif(not NOTES.exists(), reason="the reconstruction notes live outside the repository")
 def test_registry_matches_the_notes_ledger() -> None:
-    """The notes number C1..C43 and tag each T (theory) or E (experiment): same ids, same kinds, with two
-    documented departures: C33 is split in two (C33a, C33b), and C34 (Figure 3, which the paper calls a numerical
-    simulation) is a claim of the theory, decided by simulation."""
-    tagged = dict(re.findall(r"\*\*(C\d+)\*\* ([TE]):", NOTES.read_text()))
+    """The notes number C1..C43 and tag each T (theory) or E (experiment) (kept in ``tests/data/notes_ledger.json``):
+    same ids, same kinds, with two documented departures: C33 is split in two (C33a, C33b), and C34 (Figure 3,
+    which the paper calls a numerical simulation) is a claim of the theory, decided by simulation."""
+    tagged = json.loads(LEDGER.read_text())["claims"]
     ours = {c.id.rstrip("ab"): c.kind for c in claims.CLAIMS if c.id.startswith("C")}
     assert sorted(tagged, key=lambda c: int(c[1:])) == sorted(ours, key=lambda c: int(c[1:]))
     departures = {i for i, k in tagged.items() if ours[i] != {"T": "theory", "E": "experiment"}[k]}
     assert departures == {"C34"}
     assert claims.get("C33a").kind == claims.get("C33b").kind == "theory"
+
+
+@pytest.mark.skipif(not NOTES.exists(), reason="the reconstruction notes live outside the repository")
+def test_the_kept_ledger_equals_the_notes() -> None:
+    assert json.loads(LEDGER.read_text())["claims"] == dict(re.findall(r"\*\*(C\d+)\*\* ([TE]):", NOTES.read_text()))
 
 
 def test_unrecorded_claim_is_not_yet_checked() -> None:

@@ -36,12 +36,19 @@ def test_git_blob_id_is_gits() -> None:
     assert wikitext.git_blob_id(b"hello\n") == "ce013625030ba8dba906f756967f9e9ca394464a"
 
 
-def test_data_dir_from_argument_environment_or_default(monkeypatch, tmp_path: Path) -> None:
+def test_data_dir_from_argument_environment_or_the_user_cache(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.delenv(wikitext.ENV, raising=False)
-    assert wikitext.data_dir() == DATA
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert wikitext.data_dir() == wikitext.cache_dir() == tmp_path / "cache" / "scansnap" / "wikitext-2"
     monkeypatch.setenv(wikitext.ENV, str(tmp_path))
     assert wikitext.data_dir() == tmp_path
     assert wikitext.data_dir(tmp_path / "x") == tmp_path / "x"
+
+
+def test_the_library_names_no_folder_outside_the_repository() -> None:
+    """A user's clone has nothing beside it: the library never points at ``../shared``."""
+    root = Path(wikitext.__file__).resolve().parent
+    assert not [p for p in root.rglob("*.py") if "shared/" in p.read_text() or "/shared" in p.read_text()]
 
 
 @pytest.fixture
@@ -176,6 +183,34 @@ def test_download_keeps_a_good_copy_and_replaces_a_bad_one(fake: Path, server: s
     (fake / "valid.txt").write_bytes(b"rubbish")
     wikitext.download(fake, ["valid"], base_url=f"{server}/good/", retries=0)
     assert (fake / "valid.txt").read_bytes() == FAKE and _left(fake) == ["valid.txt"]
+
+
+@pytest.fixture
+def user_cache(monkeypatch, tmp_path: Path) -> Path:
+    """A user's machine: no ``$SCANSNAP_WIKITEXT``, an empty per-user cache."""
+    monkeypatch.delenv(wikitext.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return wikitext.cache_dir()
+
+
+def test_first_use_fills_the_user_cache_with_a_verified_download(fake: Path, server: str, user_cache: Path,
+                                                                 monkeypatch) -> None:
+    _Handler.files = {"valid.txt": FAKE}
+    monkeypatch.setattr(wikitext, "BASE_URL", f"{server}/good/")
+    assert len(wikitext.tokens("valid")) == 18 and _left(user_cache) == ["valid.txt"]
+    monkeypatch.setattr(wikitext, "BASE_URL", f"{server}/missing/")  # the cached copy is used: no request
+    assert wikitext.verified_text("valid") == FAKE.decode()
+
+
+@pytest.mark.parametrize("mode", ["missing", "truncated"])
+def test_no_data_and_no_download_names_the_cache_and_the_variable(fake: Path, server: str, user_cache: Path,
+                                                                  monkeypatch, mode: str) -> None:
+    _Handler.files = {"valid.txt": FAKE}
+    monkeypatch.setattr(wikitext, "BASE_URL", f"{server}/{mode}/")
+    with pytest.raises(FileNotFoundError, match=names("valid")) as exc:
+        wikitext.tokens("valid")
+    assert str(user_cache) in str(exc.value) and wikitext.ENV in str(exc.value)
+    assert _left(user_cache) == []  # nothing partial or unverified
 
 
 @needs_data
