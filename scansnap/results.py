@@ -61,7 +61,7 @@ class Config:
 
     GATED: ClassVar[tuple[str, ...]] = ()
     """The fields on which the paper's protocol (the ``paper`` preset) is the minimum for a negative verdict:
-    a run below it on any of them is a reduced protocol (:meth:`shortfall`)."""
+    a run below it on any of them is a reduced protocol (:meth:`~scansnap.results.Config.shortfall`)."""
 
     def protocol(self) -> str:
         """How a run with this configuration is made, in words: the one text verdicts, captions' provenance

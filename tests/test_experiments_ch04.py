@@ -1,5 +1,5 @@
-"""Chapter 4's experiments (ch4-identities, ch4-training, ch4-eqn10): smoke profile, deterministic, typed, and
-their verdicts name the right claims and evidence kinds."""
+"""Chapter 4's experiments (ch4-identities, ch4-training, ch4-eqn10): smoke profile, deterministic, typed; their
+verdicts name the right claims and evidence kinds, and the training rules' controls fail where the claim holds."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from conftest import names  # noqa: E402
 from scansnap import experiments, results  # noqa: E402
 from scansnap.experiments import ch04_eqn10 as eq  # noqa: E402
 from scansnap.experiments import ch04_fates as ch4  # noqa: E402
+from scansnap.experiments import ch04_identities as idn  # noqa: E402
 from scansnap.theory.families import example_families  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def identities() -> eq.IdentitiesResult:
-    return eq.run_identities(eq.IdentitiesConfig(families=12, symmetric=2))
+def identities() -> idn.IdentitiesResult:
+    return idn.run_identities(idn.IdentitiesConfig(families=12, symmetric=2))
 
 
 @pytest.fixture(scope="module")
@@ -33,22 +34,25 @@ def eqn10() -> eq.Eqn10Result:
     return eq.run_eqn10(eq.Eqn10Config(checkpoints=(1, 4), disjoint_steps=10, decomposition_step=3))
 
 
-def test_identities_hold_to_round_off(identities: eq.IdentitiesResult) -> None:
+def test_identities_hold_to_round_off(identities: idn.IdentitiesResult) -> None:
     r = identities
     assert r.eqn10_error.shape == (12,) and r.eqn10_error.max() < 1e-12 and r.rate2a_error.max() < 1e-12
     assert r.rate2b_error.max() < 1e-12 and r.corollary2_error.max() < 1e-12
     assert r.corollary2_entries == 20 and r.disjoint_max_rate == 0.0
     assert (r.distinct_positive <= r.distinct_entries).all() and (r.common_negative <= r.common_entries).all()
     assert r.counterexample_rise > 0  # sympy proves the sign at Z = 0 in the chapter
-    again = eq.run_identities(eq.IdentitiesConfig(families=12, symmetric=2))
+    again = idn.run_identities(idn.IdentitiesConfig(families=12, symmetric=2))
     assert np.array_equal(again.eqn10_error, r.eqn10_error)
     assert np.array_equal(again.min_xi, r.min_xi, equal_nan=True)
 
 
-def test_identities_verdicts_are_derivations(identities: eq.IdentitiesResult) -> None:
-    verdicts = eq.IDENTITIES.verdicts(identities)
+def test_identities_verdicts_are_derivations(identities: idn.IdentitiesResult) -> None:
+    verdicts = idn.IDENTITIES.verdicts(identities)
     assert [v.claim for v in verdicts] == ["C15", "C16", "C17", "C18"]
-    assert all(v.evidence == "derivation" and v.protocol for v in verdicts)
+    assert all(v.evidence == "derivation" and v.protocol == identities.config.protocol() for v in verdicts)
+    assert all(not v.control_level for v in verdicts)
+    # 12 families is below the 100 that verify: the sample size keeps the three family-counted rules partly
+    assert [v.level for v in verdicts] == ["partly verified"] * 3 + ["verified"]
 
 
 def test_training_counts_and_logits(training: ch4.TrainingResult) -> None:
@@ -76,6 +80,11 @@ def test_training_tables_and_verdicts(training: ch4.TrainingResult) -> None:
     assert len(v["family"]) == len(training.config.counted) * len(training.config.protocols) * 2
     verdicts = ch4.TRAINING.verdicts(training)
     assert [(x.claim, x.evidence) for x in verdicts] == [(c, "training-population") for c in ("C16", "C17", "C18")]
+    # the signs hold in the theorem's setting; the kind-swapped control (the other kind of token) fails outright
+    assert [(x.level, x.control_level) for x in verdicts] == [("verified", "not reproduced")] * 3
+    assert verdicts[0].control == {"distinct_down_share": 1.0} and verdicts[2].control["asymmetric_rise_share"] == 0
+    assert all(x.premise.startswith("Theorem 1's back-propagated gradient") for x in verdicts)
+    assert ch4.shares(training, "common", "theorem", "population", wrong="down") == 1.0
     assert ch4.wrong_share(np.array([3, 1, 5]), "down") == 0.25 and np.isnan(ch4.wrong_share(np.zeros(3), "up"))
 
 
@@ -87,7 +96,11 @@ def test_eqn10_result_and_verdict(eqn10: eq.Eqn10Result) -> None:
     d = eqn10.decomposition
     assert d.step == 3 and d.measured_self == pytest.approx(d.theorem_self, rel=0.2)
     (v,) = eq.EQN10.verdicts(eqn10)
-    assert v.claim == "C15" and v.evidence == "training-population"
+    assert v.claim == "C15" and v.evidence == "training-population" and v.premise.startswith("Assumption 2")
+    # the control is the model at step 0: no velocity, so no cosine (nan) and nothing moved to compare with
+    assert all(np.isnan(x) for x in v.control.values()) and v.control_level == "not reproduced"
+    assert v.numbers["disjoint_relative_z"] < 1e-10 and eqn10.moving_max_abs_z > 1e-3
+    assert "worst family" in v.details and "one common token" in v.details
 
 
 def test_results_are_saved_and_reloaded(tmp_path: Path, training: ch4.TrainingResult) -> None:
@@ -108,7 +121,8 @@ def test_eqn10_figure_is_remade_byte_for_byte(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("make", "param"),
-    [(lambda: eq.IdentitiesConfig(families=0), "families"), (lambda: eq.Eqn10Config(checkpoints=(3, 1)), "checkpoints"),
+    [(lambda: idn.IdentitiesConfig(families=0), "families"),
+     (lambda: eq.Eqn10Config(checkpoints=(3, 1)), "checkpoints"),
      (lambda: eq.Eqn10Config(families=("nope",)), "families"),
      (lambda: ch4.TrainingConfig(seeds=()), "seeds"),
      (lambda: ch4.TrainingConfig(protocols=ch4.default_protocols(5, 5)[1:]), "protocols"),

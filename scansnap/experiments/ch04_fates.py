@@ -9,6 +9,8 @@ limit (``T = inf``) and with sampled sequences. It reads the logits back from th
 consecutive steps (:func:`scansnap.theory.fates.fate_counts`). Its verdicts judge C16-C18 on
 **training-population** evidence in the theorem's own setting (Theorem 2 is a statement about the
 long-sequence limit); the sampled runs and the other protocols are reported with them, as measured context.
+Each is also judged on a control from the same run, the same share on the *other* kind of token (a sign rule
+blind to a token's kind would give the same share), and names the premise of Theorem 2 a miss points to.
 
 The check of the statements themselves against the exact gradient (derivation evidence) and the
 comparison of Eqn 10 with training (C15) are in :mod:`scansnap.experiments.ch04_eqn10`.
@@ -97,6 +99,14 @@ class TrainingConfig(Config):
     def theorem(self) -> Protocol:
         return next(p for p in self.protocols if p.name == "theorem")
 
+    def protocol(self) -> str:
+        runs = "; ".join(f"{p.name}: eta_Y = {p.eta_Y:g}, eta_Z = {p.eta_Z:g}, momentum {p.momentum:g}, {p.steps} steps"
+                         for p in self.protocols)
+        return (f"{', '.join(dict.fromkeys((*self.counted, *self.shown)))}, zero initialization, {runs}; each in the "
+                f"long-sequence limit (scansnap.train, limit='population') and with sampled sequences (batch "
+                f"{self.batch}, T = {self.T}, seeds {list(self.seeds)}); logits read back from the attention at "
+                f"every step")
+
 
 @dataclass(frozen=True)
 class FamilyLogits:
@@ -178,11 +188,6 @@ def training_work(c: TrainingConfig) -> int:
     return 2 * runs
 
 
-# ------------------------------------------------------------------------------------------------
-# measures behind the verdicts
-# ------------------------------------------------------------------------------------------------
-
-
 def wrong_share(counts: np.ndarray, wrong: str) -> float:
     """Share of moves (up or down; still entries excluded) that went ``wrong`` (``"up"`` or ``"down"``), over
     ``counts`` ``(..., 3)`` summed; nan if nothing moved."""
@@ -200,44 +205,73 @@ def rise_share(r: TrainingResult, family: str, token: int) -> float:
     return float((dz > r.config.tol).mean())
 
 
-def shares(r: TrainingResult, kind: str, protocol: str, limit: str, families: tuple[str, ...] | None = None) -> float:
-    """:func:`wrong_share` of distinct (``kind="distinct"``: down) or common (``"common"``: up) moves."""
+def shares(r: TrainingResult, kind: str, protocol: str, limit: str, families: tuple[str, ...] | None = None,
+           wrong: str | None = None) -> float:
+    """:func:`wrong_share` of distinct (``kind="distinct"``: down) or common (``"common"``: up) moves; ``wrong``
+    (``"up"``/``"down"``) counts the other direction instead (the rules' controls)."""
     c = r.config
     j, k = [p.name for p in c.protocols].index(protocol), LIMITS.index(limit)
     rows = [c.counted.index(f) for f in (families or c.counted) if f in c.counted]
     counts = (r.distinct if kind == "distinct" else r.common)[rows, j, k]
-    return wrong_share(counts, "down" if kind == "distinct" else "up")
+    return wrong_share(counts, wrong or ("down" if kind == "distinct" else "up"))
 
 
-# ------------------------------------------------------------------------------------------------
-# rules (fixed before the runs)
-# ------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DistinctSigns:
+    """C16 in training: ``distinct_down_share``, the share of distinct-token logit moves that went down."""
+    distinct_down_share: float
+
+
+@dataclass(frozen=True)
+class CommonSigns:
+    """C17 in training: ``common_up_share``, the share of the single common token's logit moves that went up."""
+    common_up_share: float
+
+
+@dataclass(frozen=True)
+class Corollary2Signs:
+    """C18 in training: ``common_up_share`` (share of common-token logit moves that went up, symmetric family);
+    ``asymmetric_rise_share`` (share of steps at which common token 0 of 'two common, asymmetric' rose)."""
+
+    common_up_share: float
+    asymmetric_rise_share: float
+
 
 _WRONG = ("A wrong-way move is a logit step against the theorem's sign (|dz| > 1e-12; still entries, e.g. the "
           "first step from Y(0) = 0 where gamma = 0, are neither). The theorem claims every move has its sign: "
           "at most 1 in 1000 wrong verifies; up to 5% (a few noisy moves) partly verifies. Judged in the "
           "theorem's setting (T = inf, gradient descent, eta_Y >> eta_Z); sampled sequences and the paper's "
           "protocol are outside its assumptions and are reported beside the verdict.")
-RULE_C16 = Rule("C16", "training-population", (
+_KIND = ("the same share on the other kind of token in the same run (theorem's setting, T = inf): a sign rule blind "
+         "to a token's kind gives the same share")
+_PREMISE = ("Theorem 1's back-propagated gradient in span F with positive beta (C9), under Assumption 1(c) "
+            "(eta_Y >> eta_Z) in the long-sequence limit")
+RULE_C16 = Rule("C16", "training-population", DistinctSigns, (
     at_most("distinct_down_share", "share of distinct-token logit moves that went down (theorem's setting, T = inf, "
-            "all counted families)", 0.001, 0.05),), note=_WRONG)
-RULE_C17 = Rule("C17", "training-population", (
+            "all counted families)", 0.001, 0.05),),
+    alternative="distinct logits that move either way (no sign rule): about half the moves down",
+    control=_KIND + " (the common tokens' moves that went down)", premise=_PREMISE, note=_WRONG)
+RULE_C17 = Rule("C17", "training-population", CommonSigns, (
     at_most("common_up_share", "share of moves of the single common token's logit that went up ('one common "
-            "token', theorem's setting, T = inf)", 0.001, 0.05),), note=_WRONG)
-RULE_C18 = Rule("C18", "training-population", (
+            "token', theorem's setting, T = inf)", 0.001, 0.05),),
+    alternative="a single common token whose logit moves either way, or rises",
+    control=_KIND + " (the distinct tokens' moves of 'one common token' that went up)", premise=_PREMISE, note=_WRONG)
+RULE_C18 = Rule("C18", "training-population", Corollary2Signs, (
     at_most("common_up_share", "share of common-token logit moves that went up in the symmetric family "
             "('Syn-Medium, one query', theorem's setting, T = inf)", 0.001, 0.05),
     at_least("asymmetric_rise_share", "share of steps at which common token 0 of 'two common, asymmetric' rose "
              "(the claimed failure without symmetry)", 0.9, 0.5),
-), note=_WRONG + " The second number judges 'without symmetry this can fail': the counterexample must rise at "
-                 "most steps (90% verifies, half partly), not once by noise.")
+), alternative="common tokens that rise under symmetry, or symmetry that is not needed (the asymmetric common token "
+               "falls like the symmetric ones)",
+    control=_KIND + " (the distinct tokens' moves of 'Syn-Medium, one query' that went up; the rise share of its "
+                    "symmetric common token 0)",
+    premise=_PREMISE + ", and Corollary 2's symmetry conditions", note=_WRONG + " The second number judges 'without "
+    "symmetry this can fail': the counterexample must rise at most steps (90% verifies, half partly), not once by "
+    "noise.")
 
 
 def training_verdicts(r: TrainingResult) -> list[Verdict]:
-    c, th = r.config, r.config.theorem()
-    protocol = (f"{', '.join(c.counted)}: gradient descent, eta_Y = {th.eta_Y:g}, eta_Z = {th.eta_Z:g}, "
-                f"{th.steps} steps, zero initialization, long-sequence limit (scansnap.train, limit='population'); "
-                f"logits read back from the attention at every step")
+    c = r.config
     ctx = []
     for p in c.protocols:
         for limit in LIMITS:
@@ -246,22 +280,22 @@ def training_verdicts(r: TrainingResult) -> list[Verdict]:
                            f"{'T = inf' if limit == 'population' else f'T = {c.T}, {len(c.seeds)} seeds'}): "
                            f"distinct down {shares(r, 'distinct', p.name, limit):.1%}, "
                            f"common up {shares(r, 'common', p.name, limit):.1%}")
-    details = "; ".join(ctx)
-    link = f"{CHAPTER}.html#fig-ch4-violations"
+    details, scope = "; ".join(ctx), "judged: the theorem's setting, T = inf"
+    one, med = ("one common token",), ("Syn-Medium, one query",)
+
+    def share(kind: str, families=None, wrong=None) -> float:
+        return shares(r, kind, "theorem", "population", families, wrong)
+
+    link = TRAINING.link("fig-ch4-violations")
     return [
-        RULE_C16.judge({"distinct_down_share": shares(r, "distinct", "theorem", "population")},
-                       protocol=protocol, details=details, link=link),
-        RULE_C17.judge({"common_up_share": shares(r, "common", "theorem", "population", ("one common token",))},
-                       protocol=protocol, details=details, link=link),
-        RULE_C18.judge({"common_up_share": shares(r, "common", "theorem", "population", ("Syn-Medium, one query",)),
-                        "asymmetric_rise_share": rise_share(r, "two common, asymmetric", 0)},
-                       protocol=protocol, details=details, link=f"{CHAPTER}.html#fig-ch4-fates"),
+        RULE_C16.judge(DistinctSigns(share("distinct")), c, control=DistinctSigns(share("common", wrong="down")),
+                       scope=scope, details=details, link=link),
+        RULE_C17.judge(CommonSigns(share("common", one)), c, control=CommonSigns(share("distinct", one, "up")),
+                       scope=scope, details=details, link=link),
+        RULE_C18.judge(Corollary2Signs(share("common", med), rise_share(r, "two common, asymmetric", 0)), c,
+                       control=Corollary2Signs(share("distinct", med, "up"), rise_share(r, med[0], 0)),
+                       scope=scope, details=details, link=TRAINING.link("fig-ch4-fates")),
     ]
-
-
-# ------------------------------------------------------------------------------------------------
-# figures
-# ------------------------------------------------------------------------------------------------
 
 
 def fates_table(r: TrainingResult) -> dict[str, np.ndarray]:

@@ -3,16 +3,19 @@
 :data:`FIG5` (``fig-paper-5``) keeps the protocol of Figure 4 (:mod:`scansnap.experiments.ch05_synsmall`) with
 Adam instead of SGD, one learning rate for ``Y`` and ``Z`` (the paper's learning rates are not in its text or
 code). Its verdict judges C37 on **training-sampled** evidence: which subset of distinct tokens each learning
-rate picks (:func:`scansnap.theory.scanning_measures.modal_set`).
+rate picks (:func:`scansnap.theory.scanning_measures.modal_set`), against the same runs at step 0 (zero
+initialization: every learning rate is the same model there). The paper's steps, batch and ``T`` are the minimum
+for a negative verdict (``Fig5Config.GATED``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from scansnap._checks import check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch05_synsmall import CHAPTER, DISTINCT, Runs, plot_runs, runs_table, train_runs
+from scansnap.experiments.ch05_synsmall import CHAPTER, DISTINCT, Runs, at_step, plot_runs, runs_table, train_runs
 from scansnap.results import Config
 from scansnap.theory.scanning_measures import modal_set
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
@@ -32,6 +35,8 @@ class Fig5Config(Config):
     top_mass: float = 0.5
     PRESETS = {"smoke": dict(steps=12, seeds=(1,), lrs=(0.1, 1.0)),
                "book": dict(seeds=(1, 2, 3, 4, 5), lrs=(0.03, 0.1, 0.3, 1.0)), "paper": {}}
+    GATED: ClassVar[tuple[str, ...]] = ("steps", "batch", "T")
+    """The paper's steps, batch and T are the minimum for a negative verdict on C37 (its learning rates are unknown)."""
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, low=2)
@@ -46,6 +51,12 @@ class Fig5Config(Config):
         check_int("T", self.T, low=2)
         if not 0 < self.top_mass <= 1:
             raise ValueError(f"top_mass: must be in (0, 1]; got {self.top_mass}")
+
+    def protocol(self) -> str:
+        return (f"Syn-Small, Adam (betas {tuple(self.betas)}) with eta_Y = eta_Z = lr in {list(self.lrs)}, batch "
+                f"{self.batch}, T = {self.T}, zero initialization, {self.steps} steps, seeds {list(self.seeds)}; "
+                f"subset: the fewest distinct tokens holding {self.top_mass:.0%} of class 1's final distinct "
+                f"attention. The paper's learning rates are not known")
 
 
 @dataclass(frozen=True)
@@ -74,24 +85,32 @@ def stable_sets(runs: Runs, mass: float) -> tuple[int, float]:
     return len(sets), min(jac, default=1.0)
 
 
-RULE_C37 = Rule("C37", "training-sampled", (
+@dataclass(frozen=True)
+class StableSubsets:
+    """C37: different_stable_sets (how many different subsets among the learning rates whose subset most seeds
+    share, :func:`stable_sets`) and min_jaccard (the smallest Jaccard similarity between two of them)."""
+
+    different_stable_sets: int
+    min_jaccard: float
+
+
+RULE_C37 = Rule("C37", "training-sampled", StableSubsets, (
     at_least("different_stable_sets", "number of different distinct-token subsets among the learning rates whose "
              "subset most seeds share", 2),
     at_most("min_jaccard", "smallest Jaccard similarity between two such subsets", 1 / 3, 2 / 3),
-), note="'Different subsets' must be subsets that seeds agree on (not seed noise) and that differ substantially: "
-        "at most a third in common verifies, two thirds partly.")
+), alternative="the learning rate does not change which tokens Adam focuses on: one subset for every learning rate "
+               "(or subsets that differ only by seed noise)",
+    note="'Different subsets' must be subsets that seeds agree on (not seed noise) and that differ substantially: "
+         "at most a third in common verifies, two thirds partly.")
 
 
 def fig5_verdicts(r: Fig5Result) -> list[Verdict]:
     c = r.config
-    count, jac = stable_sets(r.runs, c.top_mass)
     sets = "; ".join(f"lr {lr:g}: {sorted(s)} ({agree:.0%} of seeds)" for lr, (s, agree) in
                      zip(c.lrs, picks(r.runs, c.top_mass), strict=True))
-    return [RULE_C37.judge({"different_stable_sets": count, "min_jaccard": jac}, protocol=(
-        f"Syn-Small, Adam (betas {tuple(c.betas)}) with eta_Y = eta_Z = lr in {list(c.lrs)}, batch {c.batch}, T = "
-        f"{c.T}, zero initialization, {c.steps} steps, seeds {list(c.seeds)}; subset: the fewest distinct tokens "
-        f"holding {c.top_mass:.0%} of class 1's final distinct attention. The paper's learning rates are not known"),
-        details=sets, link=f"{CHAPTER}.html#fig-paper-5")]
+    return [RULE_C37.judge(StableSubsets(*stable_sets(r.runs, c.top_mass)), c,
+                           control=StableSubsets(*stable_sets(at_step(r.runs, 0), c.top_mass)), details=sets,
+                           link=FIG5.link())]
 
 
 FIG5 = Experiment(

@@ -10,7 +10,8 @@ verdicts, and their evidence kinds:
   Eqn 10 tests the integrator and the library code, not the claim (the chapter's sympy cells prove it).
   Training evidence for C19 and C20 is in :mod:`scansnap.experiments.ch05_synsmall` and
   :mod:`scansnap.experiments.ch05_training`.
-* C21, C22 **simulation**: the scanning order and the winner in Eqn 10's dynamics.
+* C21, C22 **simulation**: the scanning order and the winner in Eqn 10's dynamics (for C22: the final ranking
+  by the prior, which holds at ``t = 0`` already, and the logits' rises ranked by it, which do not).
 * C23 **derivation** of a conditional statement: the flow has a constant rate built in (the premise
   ``xi_n >= xi_0 > 0``); whether that premise holds in Eqn 10's dynamics is measured and reported beside it.
 """
@@ -42,7 +43,6 @@ from scansnap.theory.scanning_measures import band_share, drop_steps
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
 CHAPTER = "book/chapters/05-scanning"
-F64 = torch.float64
 
 
 @dataclass(frozen=True)
@@ -79,6 +79,13 @@ class ScanningConfig(Config):
         check_int("random_families", self.random_families, low=1)
         check_int("seed", self.seed, low=0)
 
+    def protocol(self) -> str:
+        return (f"Eqn 10 integrated with solve_ivp (DOP853, rtol 1e-10) on Syn-Small from Z(0) = 0 (eta_Y = "
+                f"{self.eta_Y:g}, eta_Z = {self.eta_Z:g}, {self.points} log-spaced times up to t = {self.t_max:.0e}) "
+                f"and on {self.random_families} random families from a Gaussian Z(0) (scale {self.z0_scale:g}, torch "
+                f"seed {self.seed}, up to t = {self.random_t_max:.0e}); class 1 of Syn-Small with its distinct logits "
+                f"moving at the constant rate {self.constant_rate:g} up to t = {self.flow_t_max:.0e}")
+
 
 @dataclass(frozen=True)
 class ScanningResult:
@@ -88,7 +95,8 @@ class ScanningResult:
         rate, B, xi_n: ``(S,)`` class 1's ``A_n``, ``B_n`` (Eqn 12) and Theorem 1(a)'s ``xi_n``.
         eqn11_error: ``(S,)`` the largest relative error of Eqn 11 over all ordered pairs of distinct tokens.
         random_eqn11_error: ``(families,)``; random_rank_rho: ``(families * 3,)`` Spearman of each class's final
-            distinct attention with ``P(l|n) exp(z_ml(0))``; random_band_share: ``(families * 3,)`` share of times
+            distinct attention with ``P(l|n) exp(z_ml(0))``; random_gain_rho: the same for the rises
+            ``z_ml(t) - z_ml(0)`` of the distinct logits; random_band_share: ``(families * 3,)`` share of times
             inside Eqn 12's band (nan where a common logit grew: Eqn 12's premise fails).
         flow_t, flow_share: ``(F,)`` and ``(F, 10)`` the constant-rate flow's distinct shares of class 1;
         flow_band_share: share of times at which the flow's ``chi_l0`` respects Eqn 12's lower bound.
@@ -104,6 +112,7 @@ class ScanningResult:
     eqn11_error: np.ndarray
     random_eqn11_error: np.ndarray
     random_rank_rho: np.ndarray
+    random_gain_rho: np.ndarray
     random_band_share: np.ndarray
     flow_t: np.ndarray
     flow_share: np.ndarray
@@ -121,10 +130,10 @@ def eqn11_error(ft: np.ndarray, z: np.ndarray, tokens: np.ndarray) -> np.ndarray
 
 
 def _random_family(g: torch.Generator) -> data.SequenceClasses:
-    weights = torch.zeros(3, 16, dtype=F64)
-    weights[:, :4] = torch.rand(3, 4, generator=g, dtype=F64) + 0.1  # common tokens 0-3
+    weights = torch.zeros(3, 16, dtype=torch.float64)
+    weights[:, :4] = torch.rand(3, 4, generator=g, dtype=torch.float64) + 0.1  # common tokens 0-3
     for k in range(3):  # distinct tokens 4-7, 8-11, 12-15
-        weights[k, 4 + 4 * k: 8 + 4 * k] = torch.rand(4, generator=g, dtype=F64) + 0.1
+        weights[k, 4 + 4 * k: 8 + 4 * k] = torch.rand(4, generator=g, dtype=torch.float64) + 0.1
     return classes_from_weights(weights, [0, 0, 1])
 
 
@@ -135,16 +144,18 @@ def run_scanning(config: ScanningConfig, progress: Progress | None = None) -> Sc
     D1 = classes.distinct(0).numpy()
     xi_1 = xi(gram(torch.as_tensor(run.ft).mT), classes.M).numpy()[:, 0]
     g, t_rand = torch.Generator().manual_seed(c.seed), np.concatenate([[0.0], np.geomspace(0.1, c.random_t_max, 60)])
-    errors, rho, band = [], [], []
+    errors, rho, gain, band = [], [], [], []
     for _ in range(c.random_families):
         family = _random_family(g)
-        Z0 = c.z0_scale * torch.randn(family.M, family.M, generator=g, dtype=F64)
+        Z0 = c.z0_scale * torch.randn(family.M, family.M, generator=g, dtype=torch.float64)
         r = integrate_eqn10(family, c.eta_Y, c.eta_Z, t_rand, Z0)
         err = 0.0
         for n in range(family.K):
             Dn, z, ft = family.distinct(n).numpy(), r.logits[:, n], r.ft[:, n]
             err = max(err, float(eqn11_error(ft, z, Dn).max()))
-            rho.append(stats.spearman(ft[-1, Dn], np.log(family.probs[n, Dn].numpy()) + z[0, Dn]))
+            prior = np.log(family.probs[n, Dn].numpy()) + z[0, Dn]
+            rho.append(stats.spearman(ft[-1, Dn], prior))
+            gain.append(stats.spearman(z[-1, Dn] - z[0, Dn], prior))
             common = [k for k in family.common().tolist() if family.probs[n, k] > 0]
             l0 = dominant_token(family.probs[n].numpy(), z[0], Dn)
             held = np.diff(z[:, common], axis=0).max() <= 1e-12  # Eqn 12's premise: no common logit grows
@@ -161,7 +172,8 @@ def run_scanning(config: ScanningConfig, progress: Progress | None = None) -> Sc
     flow_band = float((growth_factor(z_flow[:, l0], z_flow[0, l0]) >= low * (1 - 1e-9)).mean())
     return ScanningResult(c, t, run.ft[:, 0], run.logits[:, 0], run.rate[:, 0], run.B[:, 0], xi_1,
                           eqn11_error(run.ft[:, 0], run.logits[:, 0], D1), np.array(errors), np.array(rho),
-                          np.array(band), t_flow, ft_flow[:, D1] / ft_flow[:, D1].sum(-1, keepdims=True), flow_band)
+                          np.array(gain), np.array(band), t_flow,
+                          ft_flow[:, D1] / ft_flow[:, D1].sum(-1, keepdims=True), flow_band)
 
 
 def distinct_shares(r: ScanningResult) -> np.ndarray:
@@ -177,38 +189,88 @@ def dominant_measures(r: ScanningResult) -> dict[str, np.ndarray]:
     return {"chi": chi, "lower": lower, "upper": upper, "gains": gains}
 
 
-RULE_C19 = Rule("C19", "derivation", (
+@dataclass(frozen=True)
+class Eqn11Exactness:
+    """C19 (derivation): ``max_relative_error``, the largest relative error of Eqn 11 along the integration."""
+
+    max_relative_error: float
+
+
+@dataclass(frozen=True)
+class Eqn12Band:
+    """C20 (derivation): ``band_share`` (share of times with chi_l0 in Eqn 12's band) and ``monotone_share``
+    (share of output steps at which f~_l0 and every r_l0/l did not decrease)."""
+
+    band_share: float
+    monotone_share: float
+
+
+@dataclass(frozen=True)
+class ScanningOrder:
+    """C21 (simulation): ``drop_rank_correlation``, Spearman of the drop steps with ``P(l|n)``."""
+
+    drop_rank_correlation: float
+
+
+@dataclass(frozen=True)
+class PriorRanking:
+    """C22 (simulation), smallest over random families' classes: ``min_rank_correlation`` (Spearman of the final
+    distinct attention with ``P(l|n) exp(z_ml(0))``) and ``min_gain_rank_correlation`` (the same for the rises
+    ``z_ml(t) - z_ml(0)``)."""
+
+    min_rank_correlation: float
+    min_gain_rank_correlation: float
+
+
+@dataclass(frozen=True)
+class WinnerTakesAll:
+    """C23 (derivation, constant-rate flow): ``top_share`` (the dominant token's final share of the distinct
+    attention) and ``lower_bound_share`` (share of times with chi_l0 >= exp(2 f~(0)^2 B_n))."""
+
+    top_share: float
+    lower_bound_share: float
+
+
+RULE_C19 = Rule("C19", "derivation", Eqn11Exactness, (
     at_most("max_relative_error", "largest relative error of Eqn 11 along the integration of Eqn 10 (Syn-Small, "
-            "random families)", 1e-6, 1e-4),), note="Eqn 10 has the form z-dot = A_n f~^2 under which sympy proves "
-            "Eqn 11 exact, so this tests solve_ivp (rtol 1e-10) and the library; training evidence is judged apart.")
-RULE_C20 = Rule("C20", "derivation", (
+            "random families)", 1e-6, 1e-4),),
+    alternative="Eqn 11 is not exact for Eqn 10's flow: relative errors at the scale of r's change",
+    note="Eqn 10 has the form z-dot = A_n f~^2 under which sympy proves Eqn 11 exact, so this tests solve_ivp (rtol "
+         "1e-10) and the library; training evidence is judged apart.")
+RULE_C20 = Rule("C20", "derivation", Eqn12Band, (
     at_least("band_share", "share of times at which chi_l0 lies in Eqn 12's band (Syn-Small, and random classes "
              "whose common logits did not grow)", 1.0, 0.99),
     at_least("monotone_share", "share of output steps at which f~_l0 and every r_l0/l did not decrease (Syn-Small)",
              1.0, 0.99),
-), note="Exact for the flow of Eqn 10 (sympy proves it for any rate): this tests the integrator and the library.")
-RULE_C21 = Rule("C21", "simulation", (
+), alternative="chi_l0 outside Eqn 12's band, or a dominant token whose attention or relative gains fall",
+    note="Exact for the flow of Eqn 10 (sympy proves it for any rate): this tests the integrator and the library.")
+RULE_C21 = Rule("C21", "simulation", ScanningOrder, (
     at_least("drop_rank_correlation", "Spearman correlation of the step at which each distinct token's share falls "
              "below tau x initial with P(l|n) (Eqn 10, Syn-Small from Z(0) = 0)", 0.9, 0.5),),
+    alternative="no scanning order: tokens drop in an order unrelated to P(l|n), or none drops (no correlation)",
     note="The claim orders every drop by frequency: a rank correlation of 0.9 verifies, 0.5 (the order mostly "
          "right) partly verifies.")
-RULE_C22 = Rule("C22", "simulation", (
+RULE_C22 = Rule("C22", "simulation", PriorRanking, (
     at_least("min_rank_correlation", "smallest Spearman correlation, over random families' classes, of the final "
-             "distinct attention with P(l|n) exp(z_ml(0))", 0.99, 0.9),),
-    note="Eqn 10 from a random Z(0): the prior should fix the whole final ranking.")
-RULE_C23 = Rule("C23", "derivation", (
+             "distinct attention with P(l|n) exp(z_ml(0))", 0.99, 0.9),
+    at_least("min_gain_rank_correlation", "smallest Spearman correlation, over the same classes, of the rises "
+             "z_ml(t) - z_ml(0) of the distinct logits with P(l|n) exp(z_ml(0))", 0.99, 0.9),
+), alternative="the prior plays no role in who wins: the logits rise in an order unrelated to P(l|n) exp(z_ml(0)) "
+               "(the final ranking alone holds at t = 0 already, so it cannot tell)",
+    note="Eqn 10 from a random Z(0): the prior should fix the whole final ranking, and the token it favours should "
+         "gain the most, the next the next most, and so on.")
+RULE_C23 = Rule("C23", "derivation", WinnerTakesAll, (
     at_least("top_share", "share of the dominant token among the distinct tokens at the end of a flow with a "
              "constant rate", 0.99, 0.9),
     at_least("lower_bound_share", "share of times at which chi_l0 >= exp(2 f~(0)^2 B_n) in that flow", 1.0, 0.99),
-), note="A conditional statement, judged with its premise built in (the rate is held constant, so B_n = rate x t "
-        "grows without bound); whether the premise holds in Eqn 10's dynamics is reported as measured context.")
+), alternative="B_n grows without bound but the attention stays spread (the dominant token's share stays near its "
+               "initial 0.18)",
+    note="A conditional statement, judged with its premise built in (the rate is held constant, so B_n = rate x t "
+         "grows without bound); whether the premise holds in Eqn 10's dynamics is reported as measured context.")
 
 
 def scanning_verdicts(r: ScanningResult) -> list[Verdict]:
     c, m = r.config, dominant_measures(r)
-    protocol = (f"Eqn 10 integrated with solve_ivp (DOP853, rtol 1e-10) on Syn-Small from Z(0) = 0 (eta_Y = "
-                f"{c.eta_Y:g}, eta_Z = {c.eta_Z:g}, {c.points} log-spaced times up to t = {c.t_max:.0e}) and on "
-                f"{c.random_families} random families from a Gaussian Z(0) (scale {c.z0_scale:g}, torch seed {c.seed})")
     held = r.random_band_share[np.isfinite(r.random_band_share)]
     band = float(np.concatenate([[band_share(m["chi"], m["lower"], m["upper"])], held]).min())
     steps = np.concatenate([np.diff(r.ft[:, 19])[:, None], np.diff(m["gains"], axis=0)], axis=1)
@@ -217,22 +279,18 @@ def scanning_verdicts(r: ScanningResult) -> list[Verdict]:
     premise = (f"in Eqn 10 (Syn-Small) xi_1 fell from {r.xi_n[peak]:.3g} (t = {r.t[peak]:.3g}) to {r.xi_n[-1]:.3g} "
                f"at t = {r.t[-1]:.0e}, B_n = {r.B[-1]:.2f} there, the top token holding "
                f"{distinct_shares(r)[-1, -1]:.2f} of the distinct attention")
-    link = f"{CHAPTER}.html#thm-3"
+    link, remark = SCANNING.link("thm-3"), SCANNING.link("rem-scanning")
     return [
-        RULE_C19.judge({"max_relative_error": float(max(r.eqn11_error.max(), r.random_eqn11_error.max()))},
-                       protocol=protocol, link=link),
-        RULE_C20.judge({"band_share": band, "monotone_share": float((steps >= -1e-12).all(axis=1).mean())},
-                       protocol=protocol, details=f"{len(held)} of {len(r.random_band_share)} random classes kept "
-                       f"their common logits from growing", link=link),
-        RULE_C21.judge({"drop_rank_correlation": stats.spearman(drops, np.linspace(0.1, 1.0, 10))}, protocol=protocol,
-                       details=f"drop steps (output index) {drops.tolist()}", link=f"{CHAPTER}.html#fig-ch5-scanning"),
-        RULE_C22.judge({"min_rank_correlation": float(np.nanmin(r.random_rank_rho))}, protocol=protocol,
-                       link=f"{CHAPTER}.html#rem-scanning"),
-        RULE_C23.judge({"top_share": float(r.flow_share[-1, -1]), "lower_bound_share": r.flow_band_share},
-                       protocol=f"class 1 of Syn-Small, distinct logits moving at the constant rate "
-                       f"{c.constant_rate:g} (common logits frozen) up to t = {c.flow_t_max:.0e}, B_n = "
-                       f"{c.constant_rate * c.flow_t_max:g}",
-                       details=f"premise: {premise}", link=f"{CHAPTER}.html#rem-scanning"),
+        RULE_C19.judge(Eqn11Exactness(float(max(r.eqn11_error.max(), r.random_eqn11_error.max()))), c, link=link),
+        RULE_C20.judge(Eqn12Band(band, float((steps >= -1e-12).all(axis=1).mean())), c, link=link,
+                       details=f"{len(held)} of {len(r.random_band_share)} random classes kept their common logits "
+                       f"from growing"),
+        RULE_C21.judge(ScanningOrder(stats.spearman(drops, np.linspace(0.1, 1.0, 10))), c, link=SCANNING.link(),
+                       details=f"drop steps (output index) {drops.tolist()}"),
+        RULE_C22.judge(PriorRanking(float(np.nanmin(r.random_rank_rho)), float(np.nanmin(r.random_gain_rho))), c,
+                       link=remark),
+        RULE_C23.judge(WinnerTakesAll(float(r.flow_share[-1, -1]), r.flow_band_share), c, scope="C23: the "
+                       "constant-rate flow (common logits frozen)", details=f"premise: {premise}", link=remark),
     ]
 
 
