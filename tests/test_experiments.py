@@ -53,9 +53,16 @@ def test_lemma1_check_and_its_verdicts(tmp_path: Path) -> None:
     made = experiments.make(ch1.LEMMA1, ch1.Lemma1Config(instances=12), profile="smoke", out=tmp_path)
     assert made.result.errors.shape == (12,) and made.result.errors.max() < 1e-12
     assert made.result.off_query_max == 0.0
+    assert (made.result.scales > 0).all() and made.result.row_sum_max < 1e-12  # relative to the gradient's scale
     verdicts = ch1.LEMMA1.verdicts(made.result)
     assert [v.claim for v in verdicts] == ["C1", "C2", "C3"]
     assert all(v.evidence == "derivation" and v.numbers["instances"] == 12 for v in verdicts)
+    assert all(v.protocol == made.config.protocol() and not v.control_level for v in verdicts)
+    # round-off errors, but 12 instances are below the 100 that verify: the sample size keeps them partly verified
+    assert [v.level for v in verdicts] == ["partly verified"] * 3
+    # a wrong closed form (errors at the gradient's scale) is not reproduced
+    wrong = ch1.Lemma1Measures(0.3, 0.0, 0.0, 200, 0.1)
+    assert ch1.RULE_C1.judge(wrong, made.config).level == "not reproduced"
 
 
 def test_make_rejects_a_config_of_another_experiment() -> None:

@@ -118,6 +118,24 @@ def test_verdicts_name_their_claims_and_evidence(conc, assume) -> None:
     v43 = ch2a.ASSUMPTIONS.verdicts(assume.result)
     assert [(v.claim, v.evidence) for v in v4] == [("C4", "simulation")]
     assert [(v.claim, v.evidence) for v in v43] == [("C43", "training-sampled")]
-    assert {"slope_excess", "violation_ratio", "const_excess"} <= set(v4[0].numbers)
-    assert {"finite_T_gap", "overlap", "momentum_gap", "init_gap"} <= set(v43[0].numbers)
+    assert {"slope_far", "violation_upper", "const_far"} <= set(v4[0].numbers)
+    assert v4[0].numbers["slope_far"] >= v4[0].numbers["slope_error"]  # the far end of the interval
+    assert {"finite_T_low", "overlap", "momentum_low", "init_gap"} <= set(v43[0].numbers)
     assert all(v.protocol and v.details and v.link.startswith(ch2.CHAPTER) for v in v4 + v43)
+    assert not v4[0].control_level
+
+
+def test_c43_control_is_the_theory_setting_and_the_gate_is_the_authors_steps(assume) -> None:
+    r = assume.result
+    (v,) = ch2a.ASSUMPTIONS.verdicts(r)
+    assert v.control_level == "not reproduced" and set(v.control.values()) == {0.0}  # no gap in the theory's setting
+    gaps = ch2a.assumption_gaps(r)
+    assert gaps.finite_T_low <= gaps.finite_T_gap and gaps.momentum_low <= gaps.momentum_gap  # lower ends
+    assert assume.config.shortfall() == ("steps 20 (the paper's: 100)",)
+    assert ch2a.AssumptionsConfig.preset("book").shortfall() == ()
+    assert v.reduced == assume.config.shortfall()
+
+
+def test_wilson_interval() -> None:
+    assert ch2.wilson_upper(0, 1000) == pytest.approx(3.83e-3, rel=1e-2)  # about 3/n with no event
+    assert ch2.wilson_upper(50, 1000) > 0.05

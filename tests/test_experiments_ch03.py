@@ -105,6 +105,32 @@ def test_families(tmp_path_factory) -> None:
     assert r.star_norm < 1 and r.star_xi < 0  # the star family: ||E||_2 < 1, xi < 0
 
 
+def test_sgd1_rules_are_judged_on_the_held_decoder(tmp_path_factory) -> None:
+    """The control (the decoder held after its first update) misses C9's and C11's thresholds: gamma stops
+    growing, so its ratio to Theorem 1's gamma(t) and its early slope are far off."""
+    r = made("ch3-sgd1", tmp_path_factory).result
+    verdicts = ch3s.SGD1.verdicts(r)
+    assert all(v.control and v.premise and v.control_level for v in verdicts)
+    fit, _, fits = ch3s.sgd1_measures(r, held=True)
+    assert fit.gamma_error > 0.5 and fits.early_slope == 0.0 and fits.early_far >= 1.0
+    assert [v.control_level for v in verdicts] == ["not reproduced"] * 3
+
+
+def test_c11_formula_rules_out_the_late_form_without_M(tmp_path_factory) -> None:
+    r = made("ch3-gamma", tmp_path_factory).result
+    (formula, _) = ch3g.GAMMA.verdicts(r)
+    assert formula.numbers["peak_offset"] < 0.5  # the peak sits within half a decade of t_0
+    wrong = ch3g.GammaFormula(1e-4, abs(formula.numbers["late_without_M"] - 1), 0.1, 1.0)
+    assert ch3g.RULE_C11_FORMULA.level(wrong) == "not reproduced"
+
+
+def test_c10_derivation_reads_the_share_at_its_lower_end(tmp_path_factory) -> None:
+    r = made("ch3-families", tmp_path_factory).result
+    (_, c10) = ch3.FAMILIES.verdicts(r)
+    assert c10.numbers["random_share_low"] < c10.numbers["random_share"] == 1.0
+    assert c10.numbers["rowsum_half"] == r.rowsum_half > 0
+
+
 def test_lemma10(tmp_path_factory) -> None:
     r = made("ch3-lemma10", tmp_path_factory).result
     assert r.radius == pytest.approx(dec.hoeffding_count_radius(1000, 10, 0.05)) and 0 <= r.beyond <= 1
@@ -112,7 +138,7 @@ def test_lemma10(tmp_path_factory) -> None:
 
 @pytest.mark.parametrize(
     ("make", "param"),
-    [(lambda: ch3.Fig8Config(pairs=((10, 5.0),)), "pairs"), (lambda: ch3.Lemma10Config(delta=0.0), "delta"),
+    [(lambda: ch3.Fig8Config(pairs=((10, 5.0),)), "pairs"), (lambda: ch3s.Lemma10Config(delta=0.0), "delta"),
      (lambda: ch3t.Theorem1Config(K=1), "K"), (lambda: ch3s.SGD1Config(seeds=()), "seeds"),
      (lambda: ch3g.GammaConfig(early_to=2.0), "early_to, late_from"),
      (lambda: ch3r.CorrelatedConfig(rhos=(0.5,)), "rhos")],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -27,7 +28,7 @@ from scansnap._checks import check_fraction, check_int, check_positive, check_se
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import init_params, token_counts
 from scansnap.results import Config
-from scansnap.verdicts import Rule, Verdict, at_most
+from scansnap.verdicts import Rule, Verdict, at_least
 
 CHAPTER = "book/chapters/02-long-sequences"
 RUNS = ("momentum", "warm-up", "plain", "plain-fast")
@@ -58,6 +59,9 @@ class AssumptionsConfig(Config):
     bias_samples: int = 100000
     PRESETS = {"smoke": dict(steps=20, seeds=(1, 2), bias_samples=2000),
                "book": dict(seeds=(1, 2, 3, 4, 5), bias_samples=20000), "paper": {}}
+    GATED: ClassVar[tuple[str, ...]] = ("steps",)
+    """C43 measures the gaps of the authors' protocol: a run of fewer than its 100 SGD steps measures another setting
+    (the authors' Syn-Small runs use one seed, so fewer seeds than 10 is no cut)."""
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, low=2)
@@ -71,6 +75,13 @@ class AssumptionsConfig(Config):
             check_int("medium", q, low=1)
         check_int("init_seed", self.init_seed, low=0)
         check_int("bias_samples", self.bias_samples, low=2)
+
+    def protocol(self) -> str:
+        return (f"Syn-Small, the authors' protocol: {self.steps} SGD steps, batch {self.batch}, T = {self.T}, eta_Y = "
+                f"eta_Z = {self.eta:g}, zero init, seeds {self.seeds[0]}-{self.seeds[-1]} ({len(self.seeds)}); "
+                f"momentum {self.momentum:g} vs plain SGD (same batches) at eta, at eta/(1 - momentum) and with "
+                f"momentum's warm-up; the long-sequence limit as reference; Syn-Medium {list(self.medium)} with the "
+                f"uniform init (seed {self.init_seed}); bias of f~ over {self.bias_samples} sequences")
 
     def schedule(self) -> list[float]:
         """Momentum's warm-up: the factor ``(1 - momentum^(t+1)) / (1 - momentum)`` of step ``t``."""
@@ -244,31 +255,84 @@ def plot_assumptions(r: AssumptionsResult) -> Figure:
     return fig
 
 
-RULE_C43 = Rule("C43", "training-sampled", (
-    at_most("finite_T_gap", "|distinct mass, sampled T - limit| after the protocol, relative to the limit's "
-            "movement", 0.1, 0.25, required=False),
-    at_most("overlap", "largest ||E (I+E)^-1||_2 (Lemma 3's modification) over the paper's datasets at their "
-            "initial attention", 0.2, 0.5, required=False),
-    at_most("momentum_gap", "largest |distinct mass, momentum - plain SGD with momentum's warm-up| along training, "
-            "relative to momentum's movement", 0.1, 0.25, required=False),
-    at_most("init_gap", "Syn-Medium's random init: largest relative change of f_n, or distance of the first "
-            "prediction from uniform (total variation)", 0.1, 0.25, required=False),
-), note="Each assumption is judged on its own gap: the claim (assumptions hold approximately) holds in full when "
-        "every gap is within the verified size, in part when some are, and is not reproduced when none is even "
-        "within the partly size. C43 is this book's own finding (from the reconstruction notes), not the paper's.")
+@dataclass(frozen=True)
+class AssumptionGaps:
+    """C43 on training evidence: how far the authors' protocol is from each assumption of the theory.
+
+    Attributes:
+        finite_T_low: the lower end of the 95% interval (over seeds) of ``|distinct mass, sampled T - limit|`` at
+            the last snapshot judged, in units of the limit's movement over the whole run.
+        overlap: the largest ``||E (I+E)^-1||_2`` (Lemma 3's modification) over the paper's datasets at their
+            initial attention.
+        momentum_low: the largest, over the snapshots judged, lower end of the 95% interval (over seeds, same
+            batches) of ``|distinct mass, momentum - plain SGD with momentum's warm-up|``, in units of momentum's
+            movement over the whole run.
+        init_gap: Syn-Medium's random initialization: the largest relative change of ``f_n`` by ``Z(0)``, or the
+            distance of ``Y(0)``'s first prediction from uniform (total variation), whichever is larger.
+        finite_T_gap, momentum_gap: the same two gaps without the intervals (context).
+    """
+
+    finite_T_low: float
+    overlap: float
+    momentum_low: float
+    init_gap: float
+    finite_T_gap: float
+    momentum_gap: float
+
+
+def assumption_gaps(r: AssumptionsResult, last: int | None = None) -> AssumptionGaps:
+    """:class:`AssumptionGaps` from the snapshots ``0..last`` (default: all). ``last = 0`` is the control: the runs at
+    step 0, where no training gap has opened yet, with the theory's zero initialization and no overlap."""
+    last = r.config.steps if last is None else last
+    S = r.sampled.shape[1]
+
+    def low(d: np.ndarray) -> np.ndarray:  # lower end of the 95% interval of |mean over seeds| (0 with one seed)
+        if S < 2:
+            return np.zeros(d.shape[1:])
+        return np.maximum(np.abs(d.mean(0)) - 1.96 * d.std(0, ddof=1) / math.sqrt(S), 0.0)
+
+    limit_moved = abs(r.population[0, -1] - r.population[0, 0])
+    mom = r.sampled[0]  # (S, steps + 1)
+    mom_moved = abs(mom.mean(0)[-1] - mom.mean(0)[0])
+    d_T = mom[:, last] - r.population[0, last]
+    d_m = (r.sampled[0] - r.sampled[1])[:, : last + 1]  # (S, last + 1): paired by batches
+    setting = last > 0  # the control: the theory's own setting (zero init, E = 0)
+    return AssumptionGaps(
+        finite_T_low=float(low(d_T[:, None])[0] / limit_moved),
+        overlap=float(r.modification.max()) if setting else 0.0,
+        momentum_low=float(low(d_m).max() / mom_moved),
+        init_gap=max(r.init_f_rel, r.init_pred_tv) if setting else 0.0,
+        finite_T_gap=float(abs(d_T.mean()) / limit_moved), momentum_gap=float(np.abs(d_m.mean(0)).max() / mom_moved))
+
+
+RULE_C43 = Rule("C43", "training-sampled", AssumptionGaps, (
+    at_least("finite_T_low", "lower end of the 95% interval of |distinct mass, sampled T - long-sequence limit| after "
+             "the protocol, relative to the limit's movement", 0.05, 0.02, required=False),
+    at_least("overlap", "largest ||E (I+E)^-1||_2 (Lemma 3's modification) over the paper's datasets at their initial "
+             "attention", 0.1, 0.05, required=False),
+    at_least("momentum_low", "largest lower end of the 95% interval of |distinct mass, momentum - plain SGD with "
+             "momentum's warm-up| along training, relative to momentum's movement", 0.05, 0.02, required=False),
+    at_least("init_gap", "Syn-Medium's random init: largest relative change of f_n, or distance of the first "
+             "prediction from uniform (total variation)", 0.05, 0.02, required=False),
+), alternative="the experiments meet the theory's assumptions: every gap (finite T, overlap, momentum beyond a "
+               "rescaled step, random initialization) below 2% of the effect it bears on",
+    control="the theory's own setting, from the same runs: the training gaps at step 0 (before any update, where "
+            "sampled and limit, momentum and warm-up coincide), zero initialization (init gap 0) and classes without "
+            "overlap (E = 0, no modification)",
+    note="C43 is this book's own finding (the reconstruction notes list it with the paper's claims, numbers in hand), "
+         "not a claim of the paper. Each assumption is judged on its own: a gap of at least 5% of the effect it bears "
+         "on (Lemma 3's modification: 10% of the update) makes the assumption hold only approximately, 2% (5%) "
+         "partly; the claim holds in full when every gap does, in part when some do. Step 0 is the null of the two "
+         "gaps training opens; overlap and initialization are measured before training, so their null is the "
+         "theory's setting itself. Where a gap is far larger (a modification above 1), the assumption does not hold "
+         "even approximately; the rule does not count that against the claim, the chapter reports it. The gate is "
+         "the authors' 100 steps.")
 
 
 def assumptions_verdicts(r: AssumptionsResult) -> list[Verdict]:
-    """C43 from the four gaps."""
+    """C43 from the four gaps; the control is the same runs at step 0."""
     c = r.config
     mean = r.sampled.mean(1)  # (R, steps + 1)
-    limit_moved = abs(r.population[0, -1] - r.population[0, 0])
-    numbers = {
-        "finite_T_gap": float(abs(mean[0, -1] - r.population[0, -1]) / limit_moved),
-        "overlap": float(r.modification.max()),
-        "momentum_gap": float(np.abs(mean[0] - mean[1]).max() / abs(mean[0, -1] - mean[0, 0])),
-        "init_gap": max(r.init_f_rel, r.init_pred_tv),
-    }
     ends = ", ".join(f"{name} {mean[i, -1]:.3f}" for i, name in enumerate(RUNS))
     details = (f"distinct mass of class 1 after {c.steps} steps, sampled: {ends} (limit, momentum: "
                f"{r.population[0, -1]:.3f}; start {mean[0, 0]:.3f}); ||E||_2 at the initial attention "
@@ -278,11 +342,8 @@ def assumptions_verdicts(r: AssumptionsResult) -> list[Verdict]:
                f"{r.modification_trained:.2f}; at T = {c.T}: mean ||f - f_n||_inf {r.err_mean:.3f} vs P(common token) "
                f"{r.p_common:.3f} and a gap of {r.gap_distinct:.4f} between neighbouring distinct tokens, bias of f~ "
                f"{r.bias_rel:.0%} of the entry; |row sum of Y(0)| up to {r.init_rowsum:.2f}")
-    protocol = (f"Syn-Small, the authors' protocol: {c.steps} SGD steps, batch {c.batch}, T = {c.T}, eta_Y = eta_Z = "
-                f"{c.eta:g}, zero init, seeds {list(c.seeds)}; momentum {c.momentum:g} vs plain SGD (same batches) "
-                f"at eta, at eta/(1 - momentum) and with momentum's warm-up; the long-sequence limit as reference; "
-                f"Syn-Medium {list(c.medium)} with the uniform init (seed {c.init_seed})")
-    return [RULE_C43.judge(numbers, protocol=protocol, details=details, link=f"{CHAPTER}.html#ch2-assumptions")]
+    return [RULE_C43.judge(assumption_gaps(r), c, control=assumption_gaps(r, 0), details=details,
+                           link=ASSUMPTIONS.link("ch2-assumptions"))]
 
 
 ASSUMPTIONS = Experiment(

@@ -21,10 +21,10 @@ from scansnap.experiments.ch03_theorem1 import _check_family, weak_family
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
+from scansnap.theory.long_sequences import loglog_slope
 from scansnap.verdicts import Rule, Verdict, at_most
 
 CHAPTER = "book/chapters/03-decoder-dynamics"
-PAGE = f"{CHAPTER}.html"
 MULTIPLES = (10.0, 100.0, 1e4)
 """Multiples of ``t_0`` at which the late forms are compared with the formula."""
 
@@ -64,6 +64,11 @@ class GammaConfig(Config):
         if not 0 < self.early_to < 1 or not self.late_from >= 10:
             raise ValueError(f"early_to, late_from: need 0 < early_to < 1 and late_from >= 10; got "
                              f"{self.early_to}, {self.late_from}")
+
+    def protocol(self) -> str:
+        return (f"full-batch SGD on Y, Z = 0 frozen, T = inf: weak family ({self.K} classes, {self.num_distinct} "
+                f"distinct tokens, common weight {self.common_weight}), M = {self.M}, eta_Y in {list(self.etas)}, "
+                f"{self.steps} steps; Theorem 1's formula read at M = {self.M}, eta_Y = 1")
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,15 @@ def regime_fits(r: GammaResult) -> tuple[np.ndarray, np.ndarray]:
     return np.array([f[0] for f in fits]), np.array([f[1] for f in fits])
 
 
+def early_slope_se(r: GammaResult) -> np.ndarray:
+    """Per learning rate, the standard error of the early log-log slope (nan with fewer than 3 early points)."""
+    c, out = r.config, []
+    for i in range(len(c.etas)):
+        early = r.t <= c.early_to * r.t0[i]
+        out.append(loglog_slope(r.t[early], r.gamma_measured[i, early])[1] if early.sum() >= 3 else np.nan)
+    return np.array(out)
+
+
 def gamma_table(r: GammaResult) -> dict[str, np.ndarray]:
     """One row per (learning rate, snapshot)."""
     E, S = r.gamma_measured.shape
@@ -183,23 +197,50 @@ def plot_gamma(r: GammaResult) -> Figure:
     return fig
 
 
-RULE_C11_FORMULA = Rule("C11", "derivation", (
+@dataclass(frozen=True)
+class GammaFormula:
+    """C11 on derivation evidence (Theorem 1's formula, ``eta_Y = 1``): early_ratio_error, late_ratio_error: |gamma /
+    asymptote - 1| at 0.01 t_0 and 1e4 t_0; peak_offset: |log10(t_peak / t_0)|, how far the transition (gamma's peak)
+    is from t_0 in decades; late_without_M: the formula over the late form without M in the log at 1e4 t_0
+    (context: the alternative)."""
+
+    early_ratio_error: float
+    late_ratio_error: float
+    peak_offset: float
+    late_without_M: float
+
+
+@dataclass(frozen=True)
+class GammaRegimes:
+    """C11 on simulation evidence, worst over the learning rates: early_slope_far: ``|slope - 1| + 1.96 se`` of the
+    early log-log slope of the measured gamma (far end of its 95% interval); late_fit_error: ``|A / (K / eta) - 1|``
+    of the late fit (deterministic runs: no interval)."""
+
+    early_slope_far: float
+    late_fit_error: float
+
+
+RULE_C11_FORMULA = Rule("C11", "derivation", GammaFormula, (
     at_most("early_ratio_error", "|gamma(t) / (eta t / K) - 1| at t = 0.01 t_0", 0.01, 0.05),
     at_most("late_ratio_error", "|gamma(t) / (K ln(M eta t / K) / (eta t)) - 1| at t = 1e4 t_0", 0.01, 0.05),
-), note="sympy proves both limits in the chapter; this evaluates the library's formula (M = 1000).")
-RULE_C11_SIM = Rule("C11", "simulation", (
-    at_most("early_slope_error", "largest |log-log slope of the measured gamma - 1| for t <= early_to t_0", 0.05, 0.15),
+    at_most("peak_offset", "|log10(t_peak / t_0)|: decades between gamma's peak and t_0 = K ln M / eta", 0.5, 1.0),
+), alternative="other asymptotes (the late form without M in the log is off by a factor late_without_M at 1e4 t_0), "
+               "or a transition at another scale (K / eta, without ln M, is a factor ln M earlier)",
+    note="sympy proves both limits in the chapter; this evaluates the library's formula (M = 1000). 'Near t_0' reads: "
+         "the peak within half a decade of t_0 (partly: one), where the alternative scale K / eta sits ln 1000 = 6.9 "
+         "times (0.84 decades) earlier.")
+RULE_C11_SIM = Rule("C11", "simulation", GammaRegimes, (
+    at_most("early_slope_far", "largest far end of the 95% interval of |log-log slope of the measured gamma - 1| for "
+            "t <= early_to t_0", 0.05, 0.15),
     at_most("late_fit_error", "largest |A / (K / eta) - 1| of gamma t = A ln(M eta t / K), t >= late_from t_0",
             0.05, 0.15),
-))
+), alternative="another growth or decay of gamma along SGD (a constant gamma: slope 0; the late form without M in the "
+               "log: A about half of K / eta at 100 t_0)")
 
 
 def gamma_verdicts(r: GammaResult) -> list[Verdict]:
     """C11 from the formula and from the measured regimes."""
-    c = r.config
     slopes, fits = regime_fits(r)
-    protocol = (f"full-batch SGD on Y, Z = 0 frozen, T = inf: weak family ({c.K} classes, common weight "
-                f"{c.common_weight}), M = {c.M}, eta_Y in {list(c.etas)}, {c.steps} steps")
     details = (f"early slopes {', '.join(f'{s:.3f}' for s in slopes)}; late fits "
                f"{', '.join(f'{a:.3f}' for a in fits)} (nan: the run does not reach that range); formula within 10% of "
                f"eta t/K up to {r.early_end:.2f} t_0, of the late form from {r.late_start:.1f} t_0, peak at "
@@ -207,12 +248,12 @@ def gamma_verdicts(r: GammaResult) -> list[Verdict]:
                f"{', '.join(f'{v:.2f}' for v in r.late_without_M)}x at {', '.join(f'{m:g}' for m in MULTIPLES)} t_0 "
                f"(with M: {', '.join(f'{v:.3f}' for v in r.late_with_M)})")
     worst = lambda v: float(np.nanmax(v)) if np.isfinite(v).any() else float("nan")  # noqa: E731
+    formula = GammaFormula(abs(r.early_ratio - 1), abs(r.late_ratio - 1), abs(float(np.log10(r.t_peak))),
+                           float(r.late_without_M[-1]))
+    regimes = GammaRegimes(worst(np.abs(slopes - 1) + 1.96 * early_slope_se(r)), worst(np.abs(fits - 1)))
     return [
-        RULE_C11_FORMULA.judge({"early_ratio_error": abs(r.early_ratio - 1), "late_ratio_error": abs(r.late_ratio - 1)},
-                               protocol=f"Theorem 1's gamma(t) with M = {c.M}, K = {c.K}, eta_Y = 1",
-                               link=f"{PAGE}#thm-1"),
-        RULE_C11_SIM.judge({"early_slope_error": worst(np.abs(slopes - 1)), "late_fit_error": worst(np.abs(fits - 1))},
-                           protocol=protocol, details=details, link=f"{PAGE}#fig-ch3-gamma"),
+        RULE_C11_FORMULA.judge(formula, r.config, scope="the formula", link=GAMMA.link("thm-1")),
+        RULE_C11_SIM.judge(regimes, r.config, scope="the SGD runs", details=details, link=GAMMA.link()),
     ]
 
 
