@@ -91,9 +91,9 @@ def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> figures.Figure
     """Re-make figure ``fig_id`` with the preset of ``profile`` under ``out``; its provenance record."""
     exp = experiments.owner(fig_id)
     config = exp.config.preset(profile)
-    bar, tick = (None, None) if quiet else _progress_bar(exp.work(config), fig_id)
+    bar, progress = (None, None) if quiet else _progress_bar(exp.work(config), fig_id)
     try:
-        return experiments.make(exp, config, profile=profile, out=out, progress=tick).records[fig_id]
+        return experiments.make(exp, config, profile=profile, out=out, progress=progress).records[fig_id]
     finally:
         if bar is not None:
             bar.close()

@@ -123,7 +123,7 @@ def train_grid(
     with one_thread():
         hist = train.train(classes, cfg["eta_Y"], cfg["eta_Z"], seed=cfg["seed"], steps=c.steps, batch=c.batch,
                            T=c.T, optimizer="sgd", momentum=c.momentum, init=c.init, limit="sampled",
-                           snapshot_steps=[0, c.steps], dtype=getattr(torch, c.dtype), callback=progress)
+                           snapshot_steps=[0, c.steps], dtype=getattr(torch, c.dtype), progress=progress)
     f0, f = hist.attention[0].double(), hist.attention[-1].double()
     run = GridRun(num_query=num_query, entropy=metrics.attention_entropy(f, classes).numpy().reshape(c.shape),
                   entropy_init=metrics.attention_entropy(f0, classes).numpy().reshape(c.shape),

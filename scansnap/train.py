@@ -170,7 +170,7 @@ def train(
     limit: str = "sampled",
     snapshot_steps: Sequence[int] | None = None,
     dtype: torch.dtype = torch.float64,
-    callback: Callable[[int], None] | None = None,
+    progress: Callable[[int], None] | None = None,
     lr_schedule: Sequence[float] | None = None,
     options: ModelOptions | None = None,
 ) -> History:
@@ -188,7 +188,8 @@ def train(
             ``T -> inf`` limit with every class weighted ``1/K``: no sampling noise).
         snapshot_steps: steps at which to record the attention (default :func:`log_steps`).
         dtype: parameter dtype.
-        callback: called with the step index after each update (e.g. a progress bar).
+        progress: called with the step index after each update (e.g. a progress bar; the one progress hook
+            of the library: :data:`scansnap.experiments.Progress`).
         lr_schedule: one factor > 0 per step on both learning rates (default: constant rates), e.g. the
             warm-up ``(1 - momentum^(t+1)) / (1 - momentum)`` that heavy-ball momentum applies to a
             constant gradient.
@@ -242,8 +243,8 @@ def train(
             opt.lrs = [lr * lr_schedule[t] for lr in base_lrs]
         opt.step()
         losses[:, t] = loss
-        if callback is not None:
-            callback(t)
+        if progress is not None:
+            progress(t)
 
     settings = dict(
         steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=tuple(betas),

@@ -225,9 +225,9 @@ def test_history_snapshots(small: SequenceClasses) -> None:
         h.at(13)
 
 
-def test_custom_snapshot_steps_and_callback(small: SequenceClasses) -> None:
+def test_custom_snapshot_steps_and_progress(small: SequenceClasses) -> None:
     seen = []
-    h = train(small, 1.0, 1.0, snapshot_steps=[5, 0, 5, 12], callback=seen.append, **SMALL_RUN)
+    h = train(small, 1.0, 1.0, snapshot_steps=[5, 0, 5, 12], progress=seen.append, **SMALL_RUN)
     assert h.steps.tolist() == [0, 5, 12]
     assert seen == list(range(12))
     full = train(small, 1.0, 1.0, snapshot_steps=range(13), **SMALL_RUN)

@@ -223,7 +223,7 @@ def run_synsmall(config: SynSmallConfig, progress: Progress | None = None) -> Sy
     """One sampled run per seed (batched) and one long-sequence-limit run, snapshots at every step."""
     classes, c = data.syn_small(), config
     kw = dict(steps=c.steps, batch=c.batch, T=c.T, optimizer="sgd", momentum=c.momentum, init=c.init,
-              snapshot_steps=list(range(c.steps + 1)), callback=progress)
+              snapshot_steps=list(range(c.steps + 1)), progress=progress)
     sampled = train.train(classes, c.eta_Y, c.eta_Z, seed=list(c.seeds), limit="sampled", **kw)
     limit = train.train(classes, c.eta_Y, c.eta_Z, seed=0, limit="population", **kw)
     ms, ml = metrics.token_mass(sampled.attention, classes), metrics.token_mass(limit.attention, classes)

@@ -142,7 +142,7 @@ def _train_runs(c: AssumptionsConfig, limit: str, progress: Progress | None) -> 
     seeds = list(c.seeds) if limit == "sampled" else [0]
     fast = c.eta / (1 - c.momentum)
     kw = dict(steps=c.steps, batch=c.batch, T=c.T, optimizer="sgd", init="zero", limit=limit,
-              snapshot_steps=list(range(c.steps + 1)), callback=progress)
+              snapshot_steps=list(range(c.steps + 1)), progress=progress)
     with_momentum = train.train(classes, c.eta, c.eta, momentum=c.momentum, seed=seeds, **kw)
     warm = train.train(classes, c.eta, c.eta, momentum=0.0, seed=seeds, lr_schedule=c.schedule(), **kw)
     rates = [c.eta] * len(seeds) + [fast] * len(seeds)

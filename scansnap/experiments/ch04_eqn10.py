@@ -131,7 +131,7 @@ class Eqn10Result:
 
 def _trained(classes: data.SequenceClasses, c: Eqn10Config, steps: int, progress: Progress | None):
     h = train.train(classes, c.eta_Y, c.eta_Z, steps=steps, momentum=0.0, init="zero", seed=0, limit="population",
-                    snapshot_steps=[steps], callback=progress)
+                    snapshot_steps=[steps], progress=progress)
     return h.Y[0], h.Z[0], h
 
 

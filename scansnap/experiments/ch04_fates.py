@@ -148,7 +148,7 @@ def _logits(classes, p: Protocol, limit: str, c: TrainingConfig, progress: Progr
     """Logits ``(runs, steps + 1, M, M)`` at every step, read back from the attention snapshots."""
     hist = train.train(classes, p.eta_Y, p.eta_Z, steps=p.steps, batch=c.batch, T=c.T, optimizer="sgd",
                        momentum=p.momentum, init="zero", seed=[0] if limit == "population" else list(c.seeds),
-                       limit=limit, snapshot_steps=list(range(p.steps + 1)), callback=progress)
+                       limit=limit, snapshot_steps=list(range(p.steps + 1)), progress=progress)
     return logits_from_attention(hist.attention.transpose(0, 1), classes)
 
 

@@ -72,7 +72,7 @@ def train_runs(values, eta_Y, eta_Z, seeds, steps, batch, T, optimizer, progress
     classes, S = data.syn_small(), len(seeds)
     h = train.train(classes, [e for e in eta_Y for _ in seeds], [e for e in eta_Z for _ in seeds],
                     seed=list(seeds) * len(values), steps=steps, batch=batch, T=T, optimizer=optimizer, init="zero",
-                    snapshot_steps=range(steps + 1), callback=progress, **opt)
+                    snapshot_steps=range(steps + 1), progress=progress, **opt)
     R, f = len(values), h.attention  # (steps + 1, R * S, K, M)
 
     def per_run(x: torch.Tensor) -> np.ndarray:  # (steps + 1, R * S, ...) -> (R, S, steps + 1, ...)

@@ -195,7 +195,7 @@ def run_gd(config: GDConfig, progress: Progress | None = None) -> GDResult:
     c, classes = config, data.syn_small()
     eta_Y = [r * c.eta_Z for r in c.ratios]
     h = train.train(classes, eta_Y, c.eta_Z, steps=c.steps, limit="population", momentum=0.0, init="zero",
-                    snapshot_steps=range(c.steps + 1), callback=progress)
+                    snapshot_steps=range(c.steps + 1), progress=progress)
     return GDResult(c, theorem3_runs(h.attention, eta_Y, [c.eta_Z] * len(eta_Y), 0.0, c.chi_star,
                                      (len(c.ratios), 1)))
 
@@ -270,7 +270,7 @@ class PriorResult:
 def run_prior(config: PriorConfig, progress: Progress | None = None) -> PriorResult:
     c, classes = config, data.syn_small()
     h = train.train(classes, c.eta, c.eta, seed=list(c.seeds), steps=c.steps, batch=c.batch, T=c.T,
-                    momentum=c.momentum, init="uniform", callback=progress)
+                    momentum=c.momentum, init="uniform", progress=progress)
     final = classes.population(h.Z).numpy()  # (seeds, K, M)
     rows, start, end = [], [], []
     for i, seed in enumerate(c.seeds):
