@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import os
+
 from scansnap._checks import check_choice
 
 __all__ = ["PROFILES", "current"]
