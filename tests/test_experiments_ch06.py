@@ -39,16 +39,19 @@ def test_validity_ratios_and_verdict() -> None:
 
 
 def test_figures_3_and_9_are_remade_deterministically(tmp_path: Path) -> None:
-    for fig_id in ("fig-paper-3", "fig-paper-9"):
-        a = experiments.make(fig_id, profile="smoke", out=tmp_path / "a")
-        experiments.make(fig_id, profile="smoke", out=tmp_path / "b")
+    for exp in (ch6f.FIG3, ch6f.FIG9):
+        fig_id = exp.figures[0].id
+        a = experiments.make(exp, profile="smoke", out=tmp_path / "a")
+        experiments.make(exp, profile="smoke", out=tmp_path / "b")
         csv = [(tmp_path / x / "figures" / f"{fig_id}.csv").read_bytes() for x in "ab"]
         assert csv[0] == csv[1]
         assert a.records[fig_id].caption.startswith(f"Figure {fig_id[-1]} of the paper")
-    r3 = experiments.load_result("fig-paper-3", tmp_path / "a")
+    r3 = experiments.load_result(ch6f.FIG3, tmp_path / "a")
     np.testing.assert_allclose(r3.B_single * (r3.b / r3.a), r3.B, rtol=1e-12)  # b only scales B_n
-    assert [v.claim for v in ch6f.FIG3.verdicts(r3)] == ["C25", "C26", "C27", "C29"]
-    r9 = experiments.load_result("fig-paper-9", tmp_path / "a")
+    assert [(v.claim, v.evidence) for v in ch6f.FIG3.verdicts(r3)] == [
+        ("C25", "derivation"), ("C26", "derivation"), ("C27", "derivation"), ("C29", "derivation"),
+        ("C34", "derivation"), ("C34", "simulation")]
+    r9 = experiments.load_result(ch6f.FIG9, tmp_path / "a")
     assert [(v.claim, v.evidence) for v in ch6f.FIG9.verdicts(r9)] == [
         ("C28", "derivation"), ("C30", "derivation"), ("C31", "derivation")]
 
@@ -67,37 +70,100 @@ def test_trained_result_shapes_and_invariants(trained: ch6t.TrainedResult) -> No
     assert all(len(v) == C for v in summary.values())
 
 
-def test_trained_verdicts_name_their_claims_and_evidence(trained: ch6t.TrainedResult) -> None:
-    got = {(v.claim, v.evidence) for v in ch6t.TRAINED.verdicts(trained)}
+def test_trained_verdicts_name_their_claims_evidence_controls_and_premises(trained: ch6t.TrainedResult) -> None:
+    made = ch6t.TRAINED.verdicts(trained)
+    got = {(v.claim, v.evidence) for v in made}
     want = {("C24", ev) for ev in ("simulation", "training-population", "training-sampled")}
     want |= {(cl, "simulation") for cl in ("C25", "C26", "C27", "C28", "C29", "C30", "C31")}
     want |= {(cl, "training-population") for cl in ("C25", "C26", "C27", "C28", "C29", "C30", "C31", "C32", "C34")}
     want |= {(cl, "training-sampled") for cl in ("C26", "C34")}
-    assert got == want
+    assert got == want and len(made) == len(want)
+    for v in made:
+        training = v.evidence.startswith("training")
+        assert bool(v.control_level) == training and bool(v.premise) == training  # theory claims: premise named
+        if training:
+            assert set(v.control) == set(v.numbers)
+    # the controls that the rules name cannot carry the effect: none reaches the verdict's level
+    assert all(v.control_level == "not reproduced" for v in made if v.control_level)
 
 
-def test_every_rule_used_is_listed() -> None:
-    listed = {(r.claim, r.evidence) for m in (ch6, ch6f, ch6t) for r in m.RULES}
-    assert ("C24", "derivation") in listed and ("C34", "training-population") in listed
-    assert len(listed) == sum(len(m.RULES) for m in (ch6, ch6f, ch6t))  # no rule listed twice
+def test_sampled_C24_does_not_judge_the_constants_ratio() -> None:
+    rule = phase_rules.RULE_C24["training-sampled"]
+    assert [c.name for c in rule.criteria] == ["log_ratio"]
+    assert "ba_log_ratio" in [c.name for c in phase_rules.RULE_C24["training-population"].criteria]
 
 
-def test_phase_numbers_on_a_grid() -> None:
+def _eqn14_grid(n: int, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    from scansnap import theory
+
+    eY, eZ = ch6f.Fig9Config(n=n, points=50).grid()
+    B = np.stack([theory.eqn14_at(t, 46, 4, y, z, 0.03, 0.0075) for y, z in zip(eY, eZ, strict=True)], 1)
+    return eY, eZ, B
+
+
+def test_phase_measures_on_eqn14_and_the_alternatives() -> None:
     from scansnap import theory
 
     t = np.geomspace(0.1, 1e5, 400)
-    cfg = ch6f.Fig9Config(n=2, points=50)
-    eY, eZ = cfg.grid()
-    B = np.stack([theory.eqn14_at(t, 46, 4, y, z, 0.03, 0.0075) for y, z in zip(eY, eZ, strict=True)], 1)
+    eY, eZ, B = _eqn14_grid(2, t)
     m = theory.measure_growth(t, 2 * B, B, eY, eZ, 46, 4, a_over_b=4.0)
-    nums = phase_rules.phase_numbers(m, 2, 2, 0.25)
-    assert set(nums) == {"C25", "C26", "C27", "C28", "C29", "C30", "C31", "C34"}
-    assert nums["C28"]["share"] == 1.0 and nums["C30"]["share"] == 1.0 and nums["C29"]["share"] == 1.0
+    pm = phase_rules.phase_measures(m, 2, 2, 0.25)
+    assert set(vars(pm)) == set(phase_rules.CLAIMS)
+    assert pm.C28.share == 1.0 and pm.C30.share == 1.0 and pm.C29.share == 1.0
+    assert pm.C25.bound_excess < 0 < pm.C25.peak_share < 1  # Theorem 4: the exponent stays below b/a
+    assert pm.C26.late_drop < 0.5 and pm.C26.drop_share == 1.0  # Eqn 14 snaps; measured against itself
+    assert pm.C27.slope == pytest.approx(-1.0, abs=0.02) and pm.C27.slope_interval < 0.2
+    # a power law chi-bar = t^q (the alternative C26 rules out) keeps its exponent: no drop
+    q = np.full(4, 0.2)
+    late = t >= 10
+    power = np.outer(np.log(t[late]), q)
+    pw = theory.measure_growth(t[late], power, power / 2, eY, eZ, 46, 4)
+    ref = theory.measure_growth(t[late], 2 * B[late], B[late], eY, eZ, 46, 4, a_over_b=4.0)
+    pp = phase_rules.phase_measures(pw, 2, 2, 0.25, reference=ref)
+    assert pp.C26.late_drop == pytest.approx(1.0, abs=0.02) and pp.C26.drop_share < 0.05
+    for ev in ("derivation", "simulation"):
+        assert phase_rules.phase_rule("C26", ev).level(pp.C26) == "not reproduced"
+    # no scanning (chi-bar near 1, a tiny exponent) fails C25 even though it stays below b/a
+    flat = phase_rules.Scanning(0.0, 0.05, -0.2, 0.25, 0.0125)
+    assert phase_rules.phase_rule("C25", "derivation").level(flat) == "not reproduced"
     with pytest.raises(ValueError, match="^claim"):
         phase_rules.phase_rule("C99", "derivation")
 
 
-def test_configs_reject_bad_values() -> None:
+def test_C27_reads_the_far_end_of_the_95_percent_interval() -> None:
+    rule = phase_rules.phase_rule("C27", "training-population")
+    def fit(slope: float, se: float) -> phase_rules.TransitionSlope:
+        return phase_rules.TransitionSlope(abs(slope + 1) + 1.96 * se, 1.0, slope, se)
+
+    assert rule.level(fit(-0.95, 0.01)) == "verified"
+    assert rule.level(fit(-0.88, 0.05)) == "partly verified"  # |slope + 1| = 0.12 alone would verify
+    assert rule.level(fit(-0.853, 0.023)) == "verified"  # the book's fit: 0.147 + 0.045 = 0.192
+    assert rule.level(fit(-0.853, 0.03)) == "partly verified"
+
+
+def test_phase_controls_fail_their_rules() -> None:
+    from scansnap import theory
+
+    t = np.concatenate([[0.0], np.geomspace(1.0, 1e4, 300)])
+    eY, eZ, B = _eqn14_grid(2, t)
+    m = theory.measure_growth(t, 2 * B, B, eY, eZ, 46, 4, a_over_b=4.0)
+    nulls = phase_rules.phase_controls(m, m, t, B, eY, eZ, 2, 2, 0.25, 4 * np.log(46) / eY)
+    for claim in phase_rules.CLAIMS:
+        rule = phase_rules.phase_rule(claim, "training-population")
+        assert rule.level(nulls.of(claim)) == "not reproduced", claim
+
+
+def test_every_rule_used_is_listed() -> None:
+    listed = {(r.claim, r.evidence) for m in (ch6, ch6f, ch6t) for r in m.RULES}
+    assert {("C24", "derivation"), ("C34", "derivation"), ("C34", "simulation"), ("C34", "training-population"),
+            ("C32", "training-population")} <= listed
+    assert len(listed) == sum(len(m.RULES) for m in (ch6, ch6f, ch6t))  # no rule listed twice
+
+
+def test_configs_state_their_protocol_and_reject_bad_values() -> None:
+    for cfg in (ch6.Eqn14Config(), ch6.ValidityConfig(), ch6f.Fig3Config(), ch6f.Fig9Config(), ch6t.TrainedConfig()):
+        assert "=" in cfg.protocol() and cfg.protocol() != type(cfg).__mro__[-2].protocol(cfg)
+    assert str(ch6t.TrainedConfig.preset("smoke").steps) not in ch6t.TRAINED.figures[0].caption
     with pytest.raises(ValueError, match="^S0"):
         ch6.Eqn14Config(S0=1.5)
     with pytest.raises(ValueError, match="^eta_Y"):

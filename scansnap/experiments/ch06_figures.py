@@ -1,4 +1,4 @@
-"""The paper's Figures 3 and 9 re-made from Theorem 4 with the constants Chapter 6 derives (C25-C31, **derivation**).
+"""The paper's Figures 3 and 9 re-made from Theorem 4 with the constants Chapter 6 derives (C25-C31 and C34).
 
 The paper's parameters are lost; we use the reconstruction notes' setting (``K = 10``, ``eta_Z = 0.5``, vocabulary
 ``M`` near 1000) in a family that meets the theorem's assumptions (:func:`scansnap.theory.theorem4_family`:
@@ -8,7 +8,9 @@ Eqn 13's constants matched to Eqn 10 (:func:`scansnap.theory.eqn13_constants`, `
 * :data:`FIG3` (``fig-paper-3``): the growth-factor bound ``chi-bar = exp(2 B_n)`` against ``t`` for several
   ``eta_Y`` at fixed ``eta_Z``, with the derived constants and, for comparison, the one-constant reading
   ``a = b`` of the paper's statement; the exact Eqn 10 system beside Eqn 14; ``t0 = K ln M / eta_Y`` and the
-  measured transition (:func:`scansnap.theory.snap_time`) marked. Judges C25, C26, C27, C29.
+  measured transition (:func:`scansnap.theory.snap_time`) marked. Judges C25, C26, C27, C29 and C34 on
+  **derivation** (Eqn 14), and C34 (the paper's numerical simulation of Figure 3) on **simulation** (the exact
+  Eqn 10 system).
 * :data:`FIG9` (``fig-paper-9``): ``B_n`` on a 4 x 4 grid of rates (factor 2 in each), shown along a line of
   fixed ratio and a line of fixed ``eta_Z``. Judges C28, C30, C31.
 """
@@ -27,10 +29,8 @@ from scansnap import figures, theory
 from scansnap._checks import check_int, check_positive
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER, FamilyConfig
-from scansnap.experiments.phase_rules import judge, phase_numbers, phase_rule
+from scansnap.experiments.phase_rules import judge, phase_measures, phase_rule
 from scansnap.verdicts import Verdict
-
-LINK = f"{CHAPTER}.html"
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,11 @@ class Fig3Config(FamilyConfig):
         check_positive("eta_Z", self.eta_Z)
         if len(self.eta_Y) < 2 or list(self.eta_Y) != sorted(set(self.eta_Y)) or min(self.eta_Y) <= 0:
             raise ValueError(f"eta_Y: must hold at least 2 increasing rates > 0; got {self.eta_Y}")
+
+    def protocol(self) -> str:
+        return (f"Eqn 14 with a, b matched to Eqn 10, and the exact Eqn 10 system (solve_ivp), in Theorem 4's family: "
+                f"K = {self.K}, {self.num_distinct} distinct tokens, S0 = {self.S0}; eta_Z = {self.eta_Z:g}, eta_Y in "
+                f"{list(self.eta_Y)}; t in [{self.t_min:g}, {self.t_max:g}], {self.points} log-spaced steps")
 
 
 @dataclass(frozen=True)
@@ -124,18 +129,24 @@ def plot_fig3(r: Fig3Result) -> Figure:
     return fig
 
 
+FIG3_DERIVATION = ("C25", "C26", "C27", "C29", "C34")
+FIG3_SIMULATION = ("C34",)
+
+
 def fig3_verdicts(r: Fig3Result) -> list[Verdict]:
-    """C25, C26, C27, C29 on derivation evidence (Eqn 14 with the derived constants)."""
+    """C25, C26, C27, C29, C34 on derivation evidence (Eqn 14 with the derived constants), C34 on simulation
+    evidence (the exact Eqn 10 system: Figure 3 is the paper's numerical simulation)."""
     c = r.config
-    m = theory.measure_growth(r.t, 2 * r.B.T, r.B.T, np.array(c.eta_Y), np.full(len(c.eta_Y), c.eta_Z), r.M, c.K,
-                              a_over_b=r.a / r.b)
-    numbers = phase_numbers(m, len(c.eta_Y), 1, r.b / r.a)
-    protocol = (f"Eqn 14 with a, b matched to Eqn 10 (a = {r.a:.4g}, b = {r.b:.4g}) in Theorem 4's family: K = {c.K}, "
-                f"{c.num_distinct} distinct tokens, S0 = {c.S0}, M = {r.M}; eta_Z = {c.eta_Z}, eta_Y in "
-                f"{list(c.eta_Y)}; t in [{c.t_min:g}, {c.t_max:g}], {c.points} log-spaced steps")
+    eY, eZ = np.array(c.eta_Y), np.full(len(c.eta_Y), c.eta_Z)
+    m, m_exact = (theory.measure_growth(r.t, 2 * B.T, B.T, eY, eZ, r.M, c.K, a_over_b=r.a / r.b)
+                  for B in (r.B, r.B_exact))
+    scope = f"M = {r.M}, a = {r.a:.4g}, b = {r.b:.4g}"
     details = "snap / t0 = " + ", ".join(f"{s / t:.2f}" for s, t in zip(r.snap, r.t0, strict=True))
-    return judge(("C25", "C26", "C27", "C29"), "derivation", numbers, protocol=protocol, link=f"{LINK}#fig-paper-3",
-                 details=details)
+    exact = "exact system's snap / t0 = " + ", ".join(f"{s / t:.2f}" for s, t in zip(r.snap_exact, r.t0, strict=True))
+    return (judge(FIG3_DERIVATION, "derivation", phase_measures(m, len(c.eta_Y), 1, r.b / r.a), c,
+                  scope=f"Eqn 14; {scope}", link=FIG3.link(), details=details)
+            + judge(FIG3_SIMULATION, "simulation", phase_measures(m_exact, len(c.eta_Y), 1, r.b / r.a, reference=m),
+                    c, scope=f"the exact Eqn 10 system; {scope}", link=FIG3.link(), details=exact))
 
 
 FIG3 = Experiment(
@@ -147,7 +158,7 @@ FIG3 = Experiment(
                 "step for several decoder learning rates at fixed eta_Z, with Eqn 13's constants derived from "
                 "Eqn 10 (left; dashed: the exact Eqn 10 system) and with one constant for both (right); "
                 "triangles: t0 = K ln M / eta_Y; circles: the measured transition.",
-        claims=("C25", "C26", "C27", "C29"), plot=plot_fig3, table=fig3_table),),
+        claims=FIG3_DERIVATION, plot=plot_fig3, table=fig3_table),),
 )
 
 
@@ -169,6 +180,12 @@ class Fig9Config(FamilyConfig):
         if not self.factor > 1:
             raise ValueError(f"factor: must be > 1; got {self.factor}")
         check_int("n", self.n, low=2)
+
+    def protocol(self) -> str:
+        return (f"Eqn 14 with a, b matched to Eqn 10 in Theorem 4's family (K = {self.K}, {self.num_distinct} "
+                f"distinct tokens, S0 = {self.S0}) on the grid eta_Y = {self.eta_Y0:g} x {self.factor:g}^i, eta_Z = "
+                f"{self.eta_Z0:g} x {self.factor:g}^j, i, j < {self.n}; t in [{self.t_min:g}, {self.t_max:g}], "
+                f"{self.points} log-spaced steps")
 
     def grid(self) -> tuple[np.ndarray, np.ndarray]:
         """``(eta_Y, eta_Z)``, each ``(n * n,)``, row-major (``eta_Y`` by row)."""
@@ -235,11 +252,8 @@ def fig9_verdicts(r: Fig9Result) -> list[Verdict]:
     m = theory.measure_growth(r.t, 2 * r.B.T, r.B.T, r.eta_Y, r.eta_Z, r.M, c.K, a_over_b=r.a / r.b)
     exact_t0 = [theory.eqn14_at(t0, r.M, c.K, y, z, r.a, r.b) for t0, y, z in zip(r.t0, r.eta_Y, r.eta_Z, strict=True)]
     m = dataclasses.replace(m, B_t0=np.array(exact_t0, dtype=float))  # Eqn 14 at t0 itself, not interpolated
-    protocol = (f"Eqn 14 with a, b matched to Eqn 10 in Theorem 4's family (K = {c.K}, {c.num_distinct} distinct "
-                f"tokens, S0 = {c.S0}, M = {r.M}) on the grid eta_Y = {c.eta_Y0:g} x {c.factor:g}^i, eta_Z = "
-                f"{c.eta_Z0:g} x {c.factor:g}^j, i, j < {c.n}; horizon t = {c.t_max:g}")
-    return judge(("C28", "C30", "C31"), "derivation", phase_numbers(m, c.n, c.n, r.b / r.a), protocol=protocol,
-                 link=f"{LINK}#fig-paper-9")
+    return judge(("C28", "C30", "C31"), "derivation", phase_measures(m, c.n, c.n, r.b / r.a), c,
+                 scope=f"M = {r.M}, a = {r.a:.4g}, b = {r.b:.4g}", link=FIG9.link())
 
 
 FIG9 = Experiment(
@@ -254,4 +268,5 @@ FIG9 = Experiment(
 )
 
 EXPERIMENTS = [FIG3, FIG9]
-RULES = [phase_rule(c, "derivation") for c in ("C25", "C26", "C27", "C28", "C29", "C30", "C31")]
+RULES = [*[phase_rule(c, "derivation") for c in ("C25", "C26", "C27", "C28", "C29", "C30", "C31", "C34")],
+         *[phase_rule(c, "simulation") for c in FIG3_SIMULATION]]
