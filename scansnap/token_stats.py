@@ -10,18 +10,17 @@ with many different next tokens, towards **distinct** ones. On real text, Chapte
   high entropy; a distinct one a low entropy.
 * :func:`document_frequency`: the share of lines (paragraphs) that contain the token.
 * :func:`received_attention`: the attention a key token receives relative to uniform attention.
-* :func:`spearman` and :func:`share_decreasing`: rank correlation, and the share of pairs in a given order.
+* :func:`share_decreasing`: the share of pairs in a given order (rank correlations: :func:`scansnap.stats.spearman`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from scansnap._checks import check_int, check_tensor
 
-__all__ = ["document_frequency", "next_token_entropy", "received_attention", "share_decreasing", "spearman"]
+__all__ = ["document_frequency", "next_token_entropy", "received_attention", "share_decreasing"]
 
 
 def next_token_entropy(ids: torch.Tensor, vocab: int, window: int = 35, pairs: int = 256,
@@ -92,18 +91,6 @@ def received_attention(maps: torch.Tensor, x: torch.Tensor, vocab: int) -> tuple
     count = torch.bincount(x.reshape(-1), n_pairs.reshape(-1), minlength=vocab).numpy()
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(count > 0, total / count, np.nan), count
-
-
-def spearman(a: np.ndarray, b: np.ndarray) -> float:
-    """Spearman's rank correlation of ``a`` and ``b`` over the entries where both are finite (Chapter 8: the token
-    study, and learning rate against entropy for Figure 10)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"b: must be 1-D with the shape of a {a.shape}; got {b.shape}")
-    ok = np.isfinite(a) & np.isfinite(b)
-    if ok.sum() < 3:
-        raise ValueError(f"a: need at least 3 entries where a and b are both finite; got {int(ok.sum())}")
-    return float(spearmanr(a[ok], b[ok]).statistic)
 
 
 def share_decreasing(x: np.ndarray, y: np.ndarray) -> float:

@@ -189,7 +189,7 @@ def train(
         snapshot_steps: steps at which to record the attention (default :func:`log_steps`).
         dtype: parameter dtype.
         progress: called with the step index after each update (e.g. a progress bar; the one progress hook
-            of the library: :data:`scansnap.experiments.Progress`).
+            of the library: ``scansnap.experiments.base.Progress``).
         lr_schedule: one factor > 0 per step on both learning rates (default: constant rates), e.g. the
             warm-up ``(1 - momentum^(t+1)) / (1 - momentum)`` that heavy-ball momentum applies to a
             constant gradient.

@@ -99,5 +99,5 @@ def test_cli_claims_prints_the_ledger(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(tmp_path))
     cmd = [sys.executable, "-m", "scansnap", "claims"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    assert all(f"C{i} " in out for i in range(1, 44))
+    assert all(f"{c.id} " in out for c in claims.CLAIMS)
     assert f"not yet checked: {len(claims.CLAIMS)}" in out

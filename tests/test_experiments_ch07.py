@@ -12,10 +12,9 @@ matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from scansnap import experiments, results  # noqa: E402
+from scansnap import data, experiments, metrics, results  # noqa: E402
 from scansnap.experiments import ch07_fine_grid as fg  # noqa: E402
 from scansnap.experiments import ch07_syn_medium as ch7  # noqa: E402
-from scansnap.verdicts import LEVELS  # noqa: E402
 
 RAMP_ENTROPY = 2.151281720651836  # entropy of linspace(0.1, 1, 10), normalized
 FIGS = ("fig-paper-6", "fig-paper-11", "fig-paper-12")
@@ -36,9 +35,13 @@ def test_paper_preset_is_the_authors_sweep() -> None:
     assert (c.num_query, c.eta_Z, c.ratio, c.seeds) == ((1, 3, 5, 10), (0.5, 1.0, 2.0, 3.0), (1.0, 2.0, 5.0, 10.0),
                                                         tuple(range(1, 11)))
     assert (c.steps, c.batch, c.T, c.momentum, c.init) == (100, 128, 128, 0.9, "uniform")
-    assert ch7.SweepConfig.preset("book") == c
+    assert ch7.SweepConfig.preset("book") == c and c.shortfall() == ()
+    assert {cut.split()[0].rstrip(":") for cut in ch7.SweepConfig.preset("smoke").shortfall()} == {
+        "num_query", "eta_Z", "ratio", "seeds", "steps", "batch"}
     fine = fg.FineGridConfig.preset("book")
     assert len(fine.eta_Z) >= 7 and len(fine.ratio) >= 7
+    for spec in (*ch7.SWEEP.figures, *fg.FINE.figures):  # captions state no run parameter that a profile changes
+        assert "100" not in spec.caption and "128" not in spec.caption
 
 
 def test_one_run_makes_three_figures_deterministically(made, out: Path, tmp_path: Path) -> None:
@@ -81,11 +84,28 @@ def test_recall_curves_start_at_one_and_never_rise(made) -> None:
     assert np.unique(d["threshold"]).tolist() == c.entry_thresholds().tolist()
 
 
-def test_verdicts_name_their_claims_and_evidence(made) -> None:
+def test_the_control_is_the_initial_attention_of_the_same_runs(made) -> None:
+    """The step-0 attention read for the control is the one train_grid started from (its step-0 entropy), and it
+    is the same for every learning rate of a seed: no learning-rate effect can be there."""
+    c = made.config
+    for run in made.result.runs:
+        f0 = ch7.initial_attention(run.num_query, c)
+        entropy = metrics.attention_entropy(f0, data.syn_medium(run.num_query)).numpy()
+        np.testing.assert_allclose(entropy, run.entropy_init, rtol=1e-12)
+        assert (f0 == f0[:1, :1]).all() and (run.recall_entry_init == run.recall_entry_init[:1, :1]).all()
+    start = ch7.analyze(ch7.at_start(made.result))
+    assert start.eta_Z_trend.steps_along == start.ratio_trend.steps_along == 0
+    assert start.fig12_rising == start.fig11_falling == 0
+
+
+def test_verdicts_carry_their_control_and_the_reduced_protocol(made) -> None:
     verdicts = ch7.SWEEP.verdicts(made.result)
-    assert [v.claim for v in verdicts] == ["C38", "C39", "C42"]
-    assert all(v.evidence == "training-sampled" and v.level in LEVELS and v.protocol for v in verdicts)
-    assert all(c.name in v.numbers for v, rule in zip(verdicts, ch7.RULES, strict=True) for c in rule.criteria)
+    assert [(v.claim, v.evidence) for v in verdicts] == [(c, "training-sampled") for c in ("C38", "C39", "C42")]
+    for v, rule in zip(verdicts, ch7.RULES, strict=True):
+        assert v.control_level == "not reproduced" and set(v.control) == set(v.numbers)
+        assert v.reduced == made.config.shortfall() != () and v.level != "not reproduced"
+        assert v.protocol.startswith(made.config.protocol()) and v.link.endswith(("#fig-paper-6", "#fig-paper-11"))
+        assert v.level == rule.level(rule.measures(**v.numbers)) or v.reason.startswith("reduced protocol")
 
 
 def _fake(entropy: np.ndarray, eta_Z: tuple, ratio: tuple, recall: np.ndarray | None = None) -> ch7.SweepResult:
@@ -93,7 +113,9 @@ def _fake(entropy: np.ndarray, eta_Z: tuple, ratio: tuple, recall: np.ndarray | 
     curves = np.ones((nZ, nR, nS, 101)) if recall is None else recall
     c = ch7.SweepConfig(num_query=(1,), eta_Z=eta_Z, ratio=ratio, seeds=tuple(range(1, nS + 1)),
                         thresholds=curves.shape[-1], entry_threshold_max=1.0, fn_threshold_max=1.0)
-    run = ch7.SweepRun(1, entropy, np.zeros_like(entropy), np.zeros_like(entropy), curves, curves)
+    start = np.full_like(entropy, 2.0)
+    run = ch7.SweepRun(1, entropy, start, np.zeros_like(entropy), curves, curves, np.ones_like(curves),
+                       np.ones_like(curves))
     return ch7.SweepResult(c, (run,))
 
 
@@ -108,6 +130,13 @@ def test_analysis_counts_trends_and_finds_the_threshold() -> None:
     assert (e.rows, e.rows_monotone, e.steps, e.steps_significant) == (4, 4, 8, 8)
     assert a.threshold == 2.0 and a.argmin[1].tolist() == [2.0, 2.0, 2.0] and a.near_threshold == 3
     assert (t.rows, t.rows_monotone, t.steps, t.steps_along) == (3, 3, 6, 6)
+    c38, c39, _ = ch7.measures(a)
+    assert ch7.RULE_C38.level(c38) == ch7.RULE_C39.level(c39) == "verified"
+    levels = [v.level for v in ch7.sweep_verdicts(_fake(entropy, z, r))]  # the control (flat at step 0) fails
+    assert levels[:2] == ["verified", "verified"]
+    null = 2 + 1e-2 * rng.standard_normal((3, 4, 5))  # no learning-rate effect: seed noise only
+    n38, n39, _ = ch7.measures(ch7.analyze(_fake(null, z, r)))
+    assert ch7.RULE_C38.level(n38) == ch7.RULE_C39.level(n39) == "not reproduced"
     entropy[:, 3] = entropy[::-1, 3]  # the entropy now rises with eta_Z at ratio 10
     assert ch7.analyze(_fake(entropy, z, r)).eta_Z_trend.rows_monotone == 3
 

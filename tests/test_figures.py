@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -15,7 +16,19 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from scansnap import claims, figures  # noqa: E402
+from scansnap.results import Config  # noqa: E402
 from scansnap.verdicts import Rule, at_most  # noqa: E402
+
+
+@dataclass(frozen=True)
+class _Err:
+    err: float
+
+
+@dataclass(frozen=True)
+class _Cfg(Config):
+    def protocol(self) -> str:
+        return "test"
 
 
 @pytest.fixture(autouse=True)
@@ -69,9 +82,9 @@ def test_gallery_is_a_table_with_paper_figure_files_verdicts_command_and_bibtex(
     figures.save(_fig(), "fig-test", {"x": [1, 2]}, {"steps": 3}, caption="Figure 6 of the paper, re-made.",
                  chapter="book/chapters/01-setting", claims=["C1"])
     figures.save(_fig(), "fig-own", {"x": [1, 2]}, {}, caption="An illustration.", chapter="book/chapters/01-setting")
-    rule = Rule("C1", "derivation", (at_most("err", "error", 1e-10, 1e-6),))
-    claims.record(rule.judge({"err": 0.0}, protocol="test"))
-    md = figures.gallery_markdown(base="../")
+    rule = Rule("C1", "derivation", _Err, (at_most("err", "error", 1e-10, 1e-6),), alternative="an error of O(1)")
+    claims.record(rule.judge(_Err(0.0), _Cfg()))
+    md = figures.gallery_markdown({"C1": claims.headline("C1")}, base="../")
     header, rule_row, paper_row, own_row = md.splitlines()
     assert header.count("|") == 7 and set(rule_row) <= set("|-")
     assert paper_row.startswith("| Figure 6 |") and own_row.startswith("| the book's own |")

@@ -140,7 +140,7 @@ def plot_fig8(r: Fig8Result) -> Figure:
 class Fig8Measures:
     """C8 on derivation evidence, worst over the pairs: ivp_error (closed form vs solve_ivp), implicit_residual
     (relative residual of Eqn 45), below (how far h_s falls below h(s)), over_bound (h_s - h(s) minus Lemma 7's
-    bound), ratio_end (|h_s / h(s) - 1| at the last visit), largest_gap (context: the largest h_s - h(s))."""
+    bound), ratio_end (``|h_s / h(s) - 1|`` at the last visit), largest_gap (context: the largest h_s - h(s))."""
 
     ivp_error: float
     implicit_residual: float
@@ -286,7 +286,7 @@ def wilson_lower(hits: int, n: int, z: float = 1.96) -> float:
 
 @dataclass(frozen=True)
 class Lemma3Measures:
-    """C6 on derivation evidence: identity_error (max |W-update of Eqn 26 - e_k e_k^T|), bound_ratio (largest size
+    """C6 on derivation evidence: identity_error (max ``|W-update of Eqn 26 - e_k e_k^T|``), bound_ratio (largest size
     of the modification over its bound), families (random families with ||E||_2 < 1)."""
 
     identity_error: float

@@ -199,8 +199,9 @@ def plot_gamma(r: GammaResult) -> Figure:
 
 @dataclass(frozen=True)
 class GammaFormula:
-    """C11 on derivation evidence (Theorem 1's formula, ``eta_Y = 1``): early_ratio_error, late_ratio_error: |gamma /
-    asymptote - 1| at 0.01 t_0 and 1e4 t_0; peak_offset: |log10(t_peak / t_0)|, how far the transition (gamma's peak)
+    """C11 on derivation evidence (Theorem 1's formula, ``eta_Y = 1``): early_ratio_error, late_ratio_error: abs(gamma /
+    asymptote - 1) at 0.01 t_0 and 1e4 t_0; peak_offset: ``|log10(t_peak / t_0)|``, how far the transition
+    (gamma's peak)
     is from t_0 in decades; late_without_M: the formula over the late form without M in the log at 1e4 t_0
     (context: the alternative)."""
 

@@ -168,8 +168,8 @@ def plot_correlated(r: CorrelatedResult) -> Figure:
 
 @dataclass(frozen=True)
 class Remark1Measures:
-    """C12: exact_error, max |logits - Remark 1's rows at eta (1 - rho)| when every output token is a next token
-    (M = K); rate_error, largest |eta_eff / (eta (1 - rho)) - 1| along SGD with M output tokens (eta_eff from
+    """C12: exact_error, max ``|logits - Remark 1's rows at eta (1 - rho)|`` when every output token is a next token
+    (M = K); rate_error, largest ``|eta_eff / (eta (1 - rho)) - 1|`` along SGD with M output tokens (eta_eff from
     Corollary 1's late form at the last step); no_effect_error (context): the same for the alternative eta_eff =
     eta."""
 

@@ -178,10 +178,11 @@ def _corollary1_ratio(r: Theorem1Result, miss: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class DecoderExact:
     """C5, C7, C9, C13 along the modified (Eqn 26) and plain (Eqn 7) full-batch SGD. scaled_miss_min: smallest
-    ``t (1 - alpha) / ((1 - 1/M) K / eta)`` for ``t >= 10 t_0`` (plain); row_error: max |class row - h_t (M e_n - 1)|
-    (modified); residual_modified, gamma_error_modified: residual off Theorem 1's direction and max |gamma /
-    gamma(h_t) - 1| (modified); miss_error: max |1 - alpha - (M-1)/(exp(M h_t) + M - 1)| (modified); rate_error:
-    |that ratio - 1| at the last step (modified); rate_error_plain: the same along plain SGD."""
+    ``t (1 - alpha) / ((1 - 1/M) K / eta)`` for ``t >= 10 t_0`` (plain); row_error: max
+    ``|class row - h_t (M e_n - 1)|``
+    (modified); residual_modified, gamma_error_modified: residual off Theorem 1's direction and max abs(gamma /
+    gamma(h_t) - 1) (modified); miss_error: max ``|1 - alpha - (M-1)/(exp(M h_t) + M - 1)|`` (modified); rate_error:
+    ``|that ratio - 1|`` at the last step (modified); rate_error_plain: the same along plain SGD."""
 
     scaled_miss_min: float
     row_error: float
@@ -194,9 +195,9 @@ class DecoderExact:
 
 @dataclass(frozen=True)
 class Theorem1Fit:
-    """C9 against a decoder trained by the true update. gamma_error: max over t of |gamma measured / gamma(t) - 1|
+    """C9 against a decoder trained by the true update. gamma_error: max over t of ``|gamma measured / gamma(t) - 1|``
     (class mean; with seeds, the far end of its 95% interval); iota_error: the same for iota; residual_over_E:
-    largest residual off Theorem 1's direction over ||E||_2; beta_error: |beta measured / beta - 1| at the last
+    largest residual off Theorem 1's direction over ||E||_2; beta_error: ``|beta measured / beta - 1|`` at the last
     step; beta_measured, beta_theorem: context (the E-free form has beta = 1/M)."""
 
     gamma_error: float

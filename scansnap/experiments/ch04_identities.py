@@ -158,7 +158,8 @@ def run_identities(config: IdentitiesConfig, progress: Progress | None = None) -
 @dataclass(frozen=True)
 class Eqn10Identity:
     """C15 on derivation evidence. max_error: largest error of Eqn 10 against the exact gradient (units of
-    max(1, max |z-dot|)); disjoint_max_rate: largest |z-dot| of Eqn 10 for disjoint classes; families: how many."""
+    max(1, max ``|z-dot|``)); disjoint_max_rate: largest ``|z-dot|`` of Eqn 10 for disjoint classes; families:
+    how many."""
 
     max_error: float
     disjoint_max_rate: float
@@ -179,7 +180,7 @@ class RateIdentity:
 class Corollary2Identity:
     """C18 on derivation evidence. max_error: Corollary 2's closed form against the exact gradient; negative_share:
     share of common-token entries falling in the symmetric case; counterexample_rise: Eqn 10's velocity of common
-    token 0 of 'two common, asymmetric' at Z = 0, in units of the row's largest |z-dot|."""
+    token 0 of 'two common, asymmetric' at Z = 0, in units of the row's largest ``|z-dot|``."""
 
     max_error: float
     negative_share: float

@@ -259,8 +259,8 @@ def run_validity(config: ValidityConfig, progress: Progress | None = None) -> Va
 
 @dataclass(frozen=True)
 class Eqn13Validity:
-    """C32 (simulation): small_S0_deviation, max over t of |B_exact / B_Eqn14 - 1| at the smallest S0;
-    worst_log_ratio, max over S0 and t of |ln(B_exact / B_Eqn14)| (constants matched at t = 0); rate_error, the
+    """C32 (simulation): small_S0_deviation, max over t of ``|B_exact / B_Eqn14 - 1|`` at the smallest S0;
+    worst_log_ratio, max over S0 and t of ``|ln(B_exact / B_Eqn14)|`` (constants matched at t = 0); rate_error, the
     largest relative gap between the reduced rates and the population gradient; leading_worst_log_ratio, the
     worst log ratio with the leading-order constants (context)."""
 

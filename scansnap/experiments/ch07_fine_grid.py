@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from scansnap import figures, stats, sweep
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch07_syn_medium import CHAPTER, entropy_table, panel_title
+from scansnap.experiments.ch07_syn_medium import CHAPTER, entropy_table, grid_protocol, panel_title
 from scansnap.sweep import GridConfig, GridRun
 
 
@@ -35,6 +35,9 @@ class FineGridConfig(GridConfig):
     ratio: tuple[float, ...] = _geom(0.25, 16.0, 7)
     PRESETS = {"smoke": dict(num_query=(1,), eta_Z=(0.5, 1.0, 2.0), ratio=(0.5, 2.0, 8.0), seeds=(1,), steps=10,
                              batch=32), "book": dict(num_query=(3, 10), seeds=(1, 2, 3)), "paper": {}}
+
+    def protocol(self) -> str:
+        return grid_protocol(self)
 
 
 @dataclass(frozen=True)
@@ -131,8 +134,8 @@ FINE = Experiment(
     figures=(FigureSpec(
         id="fig-ch7-fine-grid", claims=("C39",), plot=plot_fine_grid, table=fine_table,
         caption="Extension of Figure 6: mean entropy of the attention over the distinct tokens on a log-spaced grid "
-                "of eta_Z and eta_Y / eta_Z, with the ratio of least entropy per eta_Z. Syn-Medium, 100 SGD steps "
-                "(momentum 0.9), batch 128, T = 128, uniform initialization."),),
+                "of eta_Z and eta_Y / eta_Z, with the ratio of least entropy per eta_Z. Syn-Medium, SGD with momentum "
+                "from the uniform initialization (the run's protocol is in its provenance)."),),
 )
 
 EXPERIMENTS = [FINE]

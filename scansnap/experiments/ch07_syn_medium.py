@@ -7,29 +7,49 @@
 batched call over all its configurations (:func:`scansnap.sweep.train_grid`), then the entropy of
 Figure 6 and two recall curves per run are measured: the paper's (Appendix G: every attention entry of
 sampled sequences, :func:`scansnap.metrics.entry_recall_at_threshold`) and the book's earlier one on
-``f_n`` (:func:`scansnap.metrics.recall_at_threshold`). :func:`sweep_verdicts` judges C38, C39 and C42 on
-**training-sampled** evidence with the rules of this module; the statistics come from
-:mod:`scansnap.stats`. The finer grid of the chapter is :mod:`scansnap.experiments.ch07_fine_grid`.
+``f_n`` (:func:`scansnap.metrics.recall_at_threshold`), after the last step and at step 0.
+:func:`sweep_verdicts` judges C38, C39 and C42 on **training-sampled** evidence with the rules of
+:mod:`scansnap.experiments.syn_medium_rules`; the statistics come from :mod:`scansnap.stats`. Each rule is
+also judged on its control, the same measures at step 0 of the same runs, where every learning rate of a
+seed is the same model (the authors' uniform initialization, drawn from the seed): no learning-rate effect
+can be there. The authors' sweep is
+the minimum protocol for a negative verdict (``SweepConfig.GATED``): a smaller run that fails a rule is
+inconclusive. The finer grid of the chapter is :mod:`scansnap.experiments.ch07_fine_grid`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from scansnap import data, figures, metrics, stats, sweep
+from scansnap import data, figures, metrics, stats, sweep, train
 from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.experiments.syn_medium_rules import (
+    RULE_C38,
+    RULE_C39,
+    RULE_C42,
+    EtaZTrend,
+    RatioTrend,
+    RecallOrder,
+)
 from scansnap.sweep import GridConfig, GridRun
-from scansnap.verdicts import Rule, Verdict, at_least
+from scansnap.verdicts import Verdict
 
 CHAPTER = "book/chapters/07-syn-medium"
-LINK = f"{CHAPTER}.html"
+
+
+def grid_protocol(c: GridConfig) -> str:
+    """How a Syn-Medium grid run is made, in words (the protocol of its verdicts and figures)."""
+    return (f"Syn-Medium q in {list(c.num_query)}, eta_Z in {list(c.eta_Z)}, eta_Y/eta_Z in {list(c.ratio)}, "
+            f"seeds {list(c.seeds)}: {c.steps} SGD steps (momentum {c.momentum:g}), batch {c.batch}, T = {c.T}, "
+            f"{c.init} initialization, {c.dtype}; entropy of f_n over the distinct tokens after the last step")
 
 
 @dataclass(frozen=True)
@@ -51,6 +71,10 @@ class SweepConfig(GridConfig):
     eval_seed: int = 0
     PRESETS = {"smoke": dict(num_query=(1, 3), eta_Z=(0.5, 2.0), ratio=(1.0, 5.0), seeds=(1, 2), steps=10,
                              batch=32, thresholds=26, eval_sequences=8), "book": {}, "paper": {}}
+    GATED: ClassVar[tuple[str, ...]] = ("num_query", "eta_Z", "ratio", "seeds", "steps", "batch", "T", "momentum",
+                                        "init")
+    """The authors' sweep (``figure_6.log``: 4 datasets x 4 eta_Z x 4 ratios x seeds 1-10, 100 SGD steps with
+    momentum 0.9, batch 128, T = 128, uniform initialization) is the minimum protocol for a negative verdict."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -59,6 +83,10 @@ class SweepConfig(GridConfig):
         check_positive("fn_threshold_max", self.fn_threshold_max)
         check_int("eval_sequences", self.eval_sequences, low=1)
         check_int("eval_seed", self.eval_seed, low=0)
+
+    def protocol(self) -> str:
+        return (f"{grid_protocol(self)}; recall of the distinct-token entries of {self.eval_sequences} sampled "
+                f"sequences per class (T = {self.T}, seed {self.eval_seed}), mean over seeds")
 
     def entry_thresholds(self) -> np.ndarray:
         """``linspace(0, entry_threshold_max, thresholds)``."""
@@ -71,15 +99,18 @@ class SweepConfig(GridConfig):
 
 @dataclass(frozen=True)
 class SweepRun(GridRun):
-    """A :class:`~scansnap.sweep.GridRun` with both recall curves of every run.
+    """A :class:`~scansnap.sweep.GridRun` with both recall curves of every run, after the last step and at step 0.
 
     Attributes:
         recall_entry: ``(nZ, nR, nS, R)`` the paper's recall (per attention entry) on ``entry_thresholds``.
         recall_fn: ``(nZ, nR, nS, R)`` the recall of ``f_n`` on ``fn_thresholds``.
+        recall_entry_init, recall_fn_init: the same at step 0 (the control of C42).
     """
 
     recall_entry: np.ndarray
     recall_fn: np.ndarray
+    recall_entry_init: np.ndarray
+    recall_fn_init: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -90,18 +121,41 @@ class SweepResult:
     runs: tuple[SweepRun, ...]
 
 
+def initial_attention(num_query: int, c: GridConfig) -> torch.Tensor:
+    """``f_n`` at step 0 of every configuration of ``c`` ``(nZ, nR, nS, K, M)``, float64: the initialization
+    :func:`scansnap.sweep.train_grid` starts from (each seed draws it), read from the step-0 snapshot of a
+    one-step run of the same configurations."""
+    classes, cfg = data.syn_medium(num_query), sweep.configurations(c)
+    with one_thread():
+        hist = train.train(classes, cfg["eta_Y"], cfg["eta_Z"], seed=cfg["seed"], steps=1, batch=c.batch, T=c.T,
+                           optimizer="sgd", momentum=c.momentum, init=c.init, limit="sampled", snapshot_steps=[0],
+                           dtype=getattr(torch, c.dtype))
+    return hist.attention[0].double().reshape(*c.shape, classes.K, classes.M)
+
+
 def run_sweep(c: SweepConfig, progress: Progress | None = None) -> SweepResult:
-    """Train the sweep (one batched call per dataset), then measure both recall curves of every run."""
+    """Train the sweep (one batched call per dataset), then measure both recall curves of every run, after the
+    last step and at step 0."""
     runs = []
     for q in c.num_query:
         run, f = sweep.train_grid(q, c, progress)
-        classes = data.syn_medium(q)
+        f0, classes = initial_attention(q, c), data.syn_medium(q)
         with one_thread():
             counts = sweep.sequence_counts(classes, c.eval_sequences, c.T, c.eval_seed)
-            entry = metrics.entry_recall_at_threshold(f, classes, counts, torch.from_numpy(c.entry_thresholds()))
-            fn = metrics.recall_at_threshold(f, classes, torch.from_numpy(c.fn_thresholds()))
-        runs.append(SweepRun(**vars(run), recall_entry=entry.numpy(), recall_fn=fn.numpy()))
+            entry, fn = ([metrics.entry_recall_at_threshold(x, classes, counts, torch.from_numpy(c.entry_thresholds()))
+                          .numpy() for x in (f, f0)],
+                         [metrics.recall_at_threshold(x, classes, torch.from_numpy(c.fn_thresholds())).numpy()
+                          for x in (f, f0)])
+        runs.append(SweepRun(**vars(run), recall_entry=entry[0], recall_fn=fn[0], recall_entry_init=entry[1],
+                             recall_fn_init=fn[1]))
     return SweepResult(c, tuple(runs))
+
+
+def at_start(result: SweepResult) -> SweepResult:
+    """The same runs read at step 0 (entropy and recall curves before any update): the control of the rules."""
+    runs = tuple(SweepRun(r.num_query, r.entropy_init, r.entropy_init, r.loss, r.recall_entry_init, r.recall_fn_init,
+                          r.recall_entry_init, r.recall_fn_init) for r in result.runs)
+    return SweepResult(result.config, runs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -185,67 +239,31 @@ def analyze(result: SweepResult) -> SweepAnalysis:
         spearman=rank(reach), spearman_fn=rank(reach_fn))
 
 
-_MONOTONE, _SIGNIFICANT, _EFFECT = (0.9, 0.5), (0.8, 0.5), (0.8, 0.2)
-RULE_C38 = Rule("C38", "training-sampled", (
-    at_least("share_rows", "share of (dataset, eta_Y/eta_Z) rows whose mean entropy falls at every eta_Z step",
-             *_MONOTONE),
-    at_least("share_significant", "share of eta_Z steps whose fall has a paired t <= -2 over seeds", *_SIGNIFICANT),
-    at_least("median_effect", "median fall per eta_Z step over the seed spread (Cohen's d)", *_EFFECT),
-), note="Runs with the same seed are paired (same initialization and batches). A Cohen's d of 0.8 is a large "
-        "effect, 0.2 a small one.")
-RULE_C39 = Rule("C39", "training-sampled", (
-    at_least("share_rows", "share of (dataset, eta_Z) rows whose mean entropy rises at every ratio step from the "
-             "threshold ratio on", *_MONOTONE),
-    at_least("share_significant", "share of those ratio steps whose rise has a paired t >= 2 over seeds",
-             *_SIGNIFICANT),
-    at_least("median_effect", "median rise per ratio step past the threshold over the seed spread (Cohen's d)",
-             *_EFFECT),
-    at_least("share_near_threshold", "share of rows whose least entropy lies within one grid step of the "
-             "threshold ratio", 0.9, 0.5, required=False),
-), note="The threshold ratio is the ratio of least mean entropy most common over the rows (the smallest on a "
-        "tie); it is measured, not given.")
-RULE_C42 = Rule("C42", "training-sampled", (
-    at_least("share_fig12", "share of (dataset, eta_Y/eta_Z) rows whose recall reach rises at every eta_Z step",
-             *_MONOTONE),
-    at_least("share_fig11", "share of (dataset, eta_Z) rows whose recall reach falls at every ratio step from the "
-             "threshold ratio of Figure 6 on", *_MONOTONE),
-    at_least("spearman", "mean over datasets of the rank correlation of the reach with minus the Figure 6 entropy",
-             0.8, 0.5),
-), note="Recall the paper's way: every attention entry (the query's softmax value on a position of a sampled "
-        "sequence) at or above a threshold is tagged 1; the reach is the threshold where the mean recall of the "
-        "distinct-token entries falls below 1/|G_DT(n)|: the longer the tail, the sparser the attention.")
-
-
 def _mean(values: dict[int, float]) -> float:
     """Mean of the finite values (nan when none is finite)."""
     v = np.array(list(values.values()), dtype=float)
     return float(v[np.isfinite(v)].mean()) if np.isfinite(v).any() else float("nan")
 
 
-def sweep_verdicts(result: SweepResult) -> list[Verdict]:
-    """C38, C39 and C42 from the sweep (training-sampled evidence)."""
-    c, a = result.config, analyze(result)
-    protocol = (f"Syn-Medium q in {list(c.num_query)}, eta_Z in {list(c.eta_Z)}, eta_Y/eta_Z in {list(c.ratio)}, "
-                f"seeds {list(c.seeds)}: {c.steps} SGD steps (momentum {c.momentum}), batch {c.batch}, T = {c.T}, "
-                f"{c.init} initialization, {c.dtype}; entropy of f_n over the distinct tokens after the last step")
+def measures(a: SweepAnalysis) -> tuple[EtaZTrend, RatioTrend, RecallOrder]:
+    """The measures of C38, C39 and C42 from an analysis (:func:`analyze`)."""
     e, r = a.eta_Z_trend, a.ratio_trend
-    v38 = RULE_C38.judge({"share_rows": e.share_rows, "share_significant": e.share_significant,
-                          "median_effect": e.median_effect, "rows": e.rows, "steps": e.steps,
-                          "steps_falling": e.steps_along}, protocol=protocol, link=f"{LINK}#fig-paper-6")
+    return (EtaZTrend(e.share_rows, e.share_significant, e.median_effect, e.rows, e.steps, e.steps_along),
+            RatioTrend(r.share_rows, r.share_significant, r.median_effect, a.near_threshold / r.rows, a.threshold,
+                       r.rows, r.steps, r.steps_along),
+            RecallOrder(a.fig12_rising / a.fig12_rows, a.fig11_falling / a.fig11_rows, _mean(a.spearman),
+                        a.fig11_falling_all / a.fig11_rows, _mean(a.spearman_fn)))
+
+
+def sweep_verdicts(result: SweepResult) -> list[Verdict]:
+    """C38, C39 and C42 from the sweep (training-sampled evidence), each against the same runs at step 0."""
+    c, a = result.config, analyze(result)
+    m, m0 = measures(a), measures(analyze(at_start(result)))
     argmin = "; ".join(f"q={q}: {np.round(v, 3).tolist()}" for q, v in a.argmin.items())
-    v39 = RULE_C39.judge({"share_rows": r.share_rows, "share_significant": r.share_significant,
-                          "median_effect": r.median_effect, "share_near_threshold": a.near_threshold / r.rows,
-                          "threshold": a.threshold,
-                          "rows": r.rows, "steps": r.steps, "steps_rising": r.steps_along},
-                         protocol=protocol, details=f"ratio of least entropy per eta_Z: {argmin}",
-                         link=f"{LINK}#fig-paper-6")
-    v42 = RULE_C42.judge({"share_fig12": a.fig12_rising / a.fig12_rows, "share_fig11": a.fig11_falling / a.fig11_rows,
-                          "spearman": _mean(a.spearman), "share_fig11_all_ratios": a.fig11_falling_all / a.fig11_rows,
-                          "spearman_recall_fn": _mean(a.spearman_fn)},
-                         protocol=f"{protocol}; recall of the distinct-token entries of {c.eval_sequences} sampled "
-                                  f"sequences per class (T = {c.T}, seed {c.eval_seed}), mean over seeds",
-                         link=f"{LINK}#fig-paper-11")
-    return [v38, v39, v42]
+    link6, link11 = SWEEP.link("fig-paper-6"), SWEEP.link("fig-paper-11")
+    return [RULE_C38.judge(m[0], c, control=m0[0], link=link6),
+            RULE_C39.judge(m[1], c, control=m0[1], details=f"ratio of least entropy per eta_Z: {argmin}", link=link6),
+            RULE_C42.judge(m[2], c, control=m0[2], link=link11)]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -349,7 +367,7 @@ def plot_recall(result: SweepResult, vary: str) -> Figure:
 
 
 _PROTOCOL_TEXT = ("Syn-Medium (q query tokens, 2 next tokens each, 10 common and 10 distinct tokens per next token), "
-                  "100 SGD steps (momentum 0.9), batch 128, T = 128, uniform initialization")
+                  "SGD with momentum from the uniform initialization (the run's protocol is in its provenance)")
 _RECALL_TEXT = ("recall of the distinct tokens against a threshold on the attention entries (the query's softmax "
                 "value on each position of sampled sequences, Appendix G), mean over seeds")
 

@@ -1,9 +1,15 @@
-"""Chapter 9's training runs on the residual connection (claim C33, **training** evidence).
+"""Chapter 9's residual fates (claim C33b: with the residual, a token's fate follows the classes of its own query).
 
-:data:`FATES` (``fig-ch9-fates``) trains :func:`scansnap.theory.residual.cross_query_family`, a family where a token
-is shared by classes of different queries (locally distinct, globally common) and a token is common among the
-classes of one query only, with and without the residual, in the long-sequence limit and sampled, and records
-the sign of every (query row, token) entry's net logit change against the global and the local rule.
+On :func:`scansnap.theory.residual.cross_query_family`, a family where a token is shared by classes of different
+queries (locally distinct, globally common) and a token is common among the classes of one query only:
+
+* :data:`FLOW` (no figure): the theory's own model, Eqn 10 with the residual under Theorem 1's coupling
+  (:func:`scansnap.theory.residual.residual_zdot`) integrated from ``Z = 0``; the sign of every (query row, token)
+  entry's net change against the local rule. **Simulation** evidence for C33b (the theorem's model decides it); the
+  same flow with only the same-query part of the velocity, and without the residual, are kept as context.
+* :data:`FATES` (``fig-ch9-fates``): the Y/Z trainer with and without the residual, in the long-sequence limit and
+  sampled: **training** evidence on C33b ("does the local rule describe the trained model?"), each judged against
+  the other arm (the same model trained without the residual), where Theorem 2's global rule holds.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from scansnap.results import Config
 from scansnap.theory import residual as res
 from scansnap.verdicts import Rule, Verdict, at_least
 
+Z95 = 1.96  # two-sided 95% normal quantile: the far end of an interval is mean -+ Z95 * se
 
 @dataclass(frozen=True)
 class FatesConfig(Config):
@@ -53,6 +60,12 @@ class FatesConfig(Config):
         check_int("T", self.T, low=2)
         check_fraction("momentum", self.momentum)
 
+    def protocol(self) -> str:
+        return (f"theory.residual.cross_query_family (2 queries x 2 classes), zero init, SGD momentum {self.momentum}, "
+                f"{self.steps} steps, with and without the residual; long-sequence limit at (eta_Y, eta_Z) in "
+                f"{list(self.etas)}; sampled at {self.etas[0]}, batch {self.batch}, T = {self.T}, seeds "
+                f"{list(self.seeds)}")
+
 
 @dataclass(frozen=True)
 class FatesResult:
@@ -74,7 +87,8 @@ def run_fates(config: FatesConfig, progress: Progress | None = None) -> FatesRes
     glob, loc = res.token_roles(classes)
     pop, smp = [], []
     for options in (None, ModelOptions(residual=True)):
-        kw = dict(steps=c.steps, momentum=c.momentum, snapshot_steps=[0, c.steps], options=options, callback=progress)
+        kw = dict(steps=c.steps, momentum=c.momentum, snapshot_steps=[0, c.steps], options=options,
+                  progress=progress)
         eY, eZ = [e[0] for e in c.etas], [e[1] for e in c.etas]
         pop.append(train.train(classes, eY, eZ, limit="population", **kw).Z.numpy())
         smp.append(train.train(classes, c.etas[0][0], c.etas[0][1], seed=list(c.seeds), batch=c.batch, T=c.T,
@@ -82,46 +96,178 @@ def run_fates(config: FatesConfig, progress: Progress | None = None) -> FatesRes
     return FatesResult(c, np.stack(pop), np.stack(smp), glob.numpy(), loc.numpy())
 
 
-def fate_numbers(dz: np.ndarray, r: FatesResult) -> dict[str, float]:
-    """Shares over runs and entries: ``disc_local`` (entries locally distinct but globally common that rise,
-    with the residual), ``disc_global_plain`` (the same entries fall without it), ``local_all`` (every entry
-    follows the local rule, with the residual), ``global_all_plain`` (the global rule, without it)."""
-    glob, loc = torch.from_numpy(r.global_roles), torch.from_numpy(r.local_roles)
-    disc = ((glob != loc)[loc != 0]).numpy()
-    plain, resid = torch.from_numpy(dz[0]), torch.from_numpy(dz[1])
-    local_res = res.role_agreement(resid, loc)
-    return {"disc_local": float(local_res[:, disc].mean()),
-            "disc_global_plain": float(res.role_agreement(plain, glob)[:, disc].mean()),
-            "local_all": float(local_res.mean()),
-            "global_all_plain": float(res.role_agreement(plain, glob).mean()),
-            "runs": int(dz.shape[1]), "discriminating_entries": int(disc.sum())}
+@dataclass(frozen=True)
+class FateMeasures:
+    """C33b's measures on one arm (with or without the residual) of a training run or a flow: ``disc_local`` (share
+    of the locally distinct, globally common entries that rise, as the local rule says), ``local_all`` (share of all
+    entries with a role that move as the local rule says), ``runs`` (runs or seeds), ``discriminating_entries``
+    (entries on which the local and the global rule disagree). On sampled runs an entry counts only when its mean
+    net change over seeds lies on the rule's side by 1.96 standard errors (the far end of its 95% interval)."""
+
+    disc_local: float
+    local_all: float
+    runs: int
+    discriminating_entries: int
 
 
-_FATE_CRITERIA = (
-    at_least("disc_local", "share of locally distinct, globally common entries that rise with the residual", 0.9, 0.6),
-    at_least("disc_global_plain", "share of the same entries that fall without the residual (the contrast)", 0.9, 0.6,
-             required=False),
-    at_least("local_all", "share of all entries that follow the local rule with the residual (Theorem 2 per "
-             "query)", 0.9, 0.6, required=False),
-)
+def _discriminating(r_global: np.ndarray, r_local: np.ndarray) -> np.ndarray:
+    glob, loc = torch.from_numpy(r_global), torch.from_numpy(r_local)
+    return ((glob != loc)[loc != 0]).numpy()
+
+
+def fate_measures(dz: np.ndarray, global_roles: np.ndarray, local_roles: np.ndarray, *,
+                  sampled: bool = False) -> FateMeasures:
+    """:class:`FateMeasures` of net changes ``dz`` ``(runs, M, M)`` (one arm). ``sampled``: the runs are seeds,
+    and an entry follows the rule when its mean over seeds does by 1.96 standard errors (nan with one seed)."""
+    loc, disc = torch.from_numpy(local_roles), _discriminating(global_roles, local_roles)
+    runs = dz.shape[0]
+    if sampled:
+        mask = (loc != 0).numpy()
+        want = local_roles[mask].astype(np.float64)
+        moved = dz[:, mask] * want  # (runs, E): positive when the entry moves as the local rule says
+        se = moved.std(0, ddof=1) / np.sqrt(runs) if runs > 1 else np.full(moved.shape[1], np.nan)
+        follows = moved.mean(0) - Z95 * se > 0
+        if runs < 2:
+            return FateMeasures(float("nan"), float("nan"), runs, int(disc.sum()))
+        return FateMeasures(float(follows[disc].mean()), float(follows.mean()), runs, int(disc.sum()))
+    agree = res.role_agreement(torch.from_numpy(dz), loc)
+    return FateMeasures(float(agree[:, disc].mean()), float(agree.mean()), runs, int(disc.sum()))
+
+
+def _fate_criteria(sampled: bool) -> tuple:
+    unit = "entries whose mean over seeds, at the far end of its 95% interval," if sampled else "(run, entry) pairs"
+    return (
+        at_least("disc_local", f"share of the locally distinct, globally common {unit} that rise (local rule)", 0.9,
+                 0.6),
+        at_least("local_all", f"share of all {unit} that move as the local rule says (Theorem 2 per query)", 0.9, 0.6,
+                 required=False),
+    )
+
+
+_FATE_ALTERNATIVE = ("the global rule (Theorem 2 over all classes): a token shared with a class of another query is "
+                     "common and its logit falls, as without the residual")
 _FATE_NOTE = ("Fate = sign of the net logit change of each (query row, token) entry; the local rule classifies a "
               "token over the classes of that query only, the global rule over all classes.")
-RULE_C33_POPULATION = Rule("C33", "training-population", _FATE_CRITERIA, note=_FATE_NOTE)
-RULE_C33_SAMPLED = Rule("C33", "training-sampled", _FATE_CRITERIA, note=_FATE_NOTE)
+_CONTROL_PLAIN = ("the other arm: the same measures on the model trained without the residual, same family, learning "
+                  "rates and seeds (where the global rule makes the shared tokens fall)")
+PREMISE = ("Theorem 2 applied per query: Theorem 1's coupling of the decoder (C9) with the classes of other queries "
+           "decoupled (C33a); on this family the shared tokens couple the queries")
+RULE_C33B_POPULATION = Rule("C33b", "training-population", FateMeasures, _fate_criteria(False), _FATE_ALTERNATIVE,
+                            control=_CONTROL_PLAIN, premise=PREMISE, note=_FATE_NOTE)
+RULE_C33B_SAMPLED = Rule("C33b", "training-sampled", FateMeasures, _fate_criteria(True), _FATE_ALTERNATIVE,
+                         control=_CONTROL_PLAIN, premise=PREMISE + ", in the long-sequence limit (Lemma 2; here finite "
+                         "T)", note=_FATE_NOTE)
 
 
 def fate_verdicts(r: FatesResult) -> list[Verdict]:
-    """C33 on training evidence, in the limit and sampled."""
-    c, link = r.config, f"{CHAPTER}.html#training-local-or-global-fates"
-    base = (f"theory.residual.cross_query_family (2 queries x 2 classes, M = {r.global_roles.shape[0]}), zero init, "
-            f"SGD momentum {c.momentum}, {c.steps} steps, with and without the residual")
-    return [
-        RULE_C33_POPULATION.judge(fate_numbers(r.population, r), link=link,
-                                  protocol=f"{base}; long-sequence limit, (eta_Y, eta_Z) in {list(c.etas)}"),
-        RULE_C33_SAMPLED.judge(fate_numbers(r.sampled, r), link=link,
-                               protocol=f"{base}; sampled, batch {c.batch}, T = {c.T}, eta = {c.etas[0]}, "
-                                        f"seeds {list(c.seeds)}"),
-    ]
+    """C33b on training evidence, in the limit and sampled; each judged against the arm without the residual."""
+    link, roles = FATES.link(), (r.global_roles, r.local_roles)
+    out = []
+    for rule, dz, sampled, scope in ((RULE_C33B_POPULATION, r.population, False, "long-sequence limit"),
+                                     (RULE_C33B_SAMPLED, r.sampled, True, "sampled")):
+        out.append(rule.judge(fate_measures(dz[1], *roles, sampled=sampled), r.config,
+                              control=fate_measures(dz[0], *roles, sampled=sampled), scope=scope, link=link))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# C33b, simulation: the flow of Eqn 10 with the residual under Theorem 1's coupling
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FlowConfig(Config):
+    """Euler steps of ``dZ/dtau = Eqn 10`` (Theorem 1's coupling, ``gamma = 1``: the decoder's magnitude only rescales
+    time, so the path is the same for any ``gamma(t)``) from ``Z = 0``, ``steps`` of ``dtau``."""
+
+    steps: int = 1000
+    dtau: float = 0.5
+    PRESETS = {"smoke": dict(steps=200), "book": {}, "paper": {}}
+
+    def __post_init__(self) -> None:
+        check_int("steps", self.steps, low=1)
+        check_positive("dtau", self.dtau)
+
+    def protocol(self) -> str:
+        return (f"Eqn 10 with the residual under Theorem 1's coupling (theory.residual.residual_zdot) on "
+                f"cross_query_family, from Z = 0, {self.steps} Euler steps of dtau = {self.dtau:g}")
+
+
+@dataclass(frozen=True)
+class FlowResult:
+    """Net changes at the end of the flow ``(M, M)``: ``z_residual`` (Eqn 10 with the residual), ``z_same_query``
+    (its same-query part only), ``z_plain`` (without the residual); ``velocity0`` ``(M, M)`` the residual velocity at
+    ``Z = 0``; ``cross_share0`` its share from classes of other queries; ``global_roles``, ``local_roles``."""
+
+    config: FlowConfig
+    z_residual: np.ndarray
+    z_same_query: np.ndarray
+    z_plain: np.ndarray
+    velocity0: np.ndarray
+    cross_share0: float
+    global_roles: np.ndarray
+    local_roles: np.ndarray
+
+
+@one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
+def run_flow(config: FlowConfig, progress: Progress | None = None) -> FlowResult:
+    """The three flows (residual, its same-query part, no residual) side by side."""
+    classes = res.cross_query_family()
+    Z = [torch.zeros(classes.M, classes.M, dtype=torch.float64) for _ in range(3)]
+    same, cross = res.residual_zdot(classes, Z[0], 1.0)
+    first = (same + cross).numpy(), float(cross.norm() / (same.norm() + cross.norm()))
+    for _ in range(config.steps):
+        same, cross = res.residual_zdot(classes, Z[0], 1.0)
+        Z[0] = Z[0] + config.dtau * (same + cross)
+        Z[1] = Z[1] + config.dtau * res.residual_zdot(classes, Z[1], 1.0)[0]
+        Z[2] = Z[2] + config.dtau * sum(res.residual_zdot(classes, Z[2], 1.0, residual=False))
+        if progress is not None:
+            progress(1)
+    glob, loc = res.token_roles(classes)
+    return FlowResult(config, *(z.numpy() for z in Z), *first, glob.numpy(), loc.numpy())
+
+
+@dataclass(frozen=True)
+class FlowFates:
+    """C33b in the theory's own model: ``disc_local`` and ``local_all`` as :class:`FateMeasures` for the flow with the
+    residual; ``disc_local_initial`` (the same share for the velocity at ``Z = 0``), ``disc_local_same_query`` (for
+    the flow with only the same-query part of the velocity, i.e. had C33a's decoupling been exact),
+    ``disc_local_plain`` (for the flow without the residual) and ``cross_share_initial`` (share of the velocity at
+    ``Z = 0`` from classes of other queries)."""
+
+    disc_local: float
+    local_all: float
+    disc_local_initial: float
+    disc_local_same_query: float
+    disc_local_plain: float
+    cross_share_initial: float
+
+
+def flow_fates(r: FlowResult) -> FlowFates:
+    """:class:`FlowFates` from the flow."""
+    roles = (r.global_roles, r.local_roles)
+    full = fate_measures(r.z_residual[None], *roles)
+    return FlowFates(full.disc_local, full.local_all, fate_measures(r.velocity0[None], *roles).disc_local,
+                     fate_measures(r.z_same_query[None], *roles).disc_local,
+                     fate_measures(r.z_plain[None], *roles).disc_local, r.cross_share0)
+
+
+RULE_C33B_FLOW = Rule("C33b", "simulation", FlowFates, (
+    at_least("disc_local", "share of the locally distinct, globally common entries whose net change at the end of "
+             "the flow is a rise (local rule)", 0.9, 0.6),
+    at_least("local_all", "share of all entries that move as the local rule says (Theorem 2 per query)", 0.9, 0.6,
+             required=False),
+), _FATE_ALTERNATIVE, note=_FATE_NOTE + " The flow's end is taken after the attention has moved by O(1) in the "
+                                        "logits; the velocity at Z = 0 and the same-query-only flow are context.")
+
+
+def flow_verdicts(r: FlowResult) -> list[Verdict]:
+    """C33b on simulation evidence."""
+    return [RULE_C33B_FLOW.judge(flow_fates(r), r.config, link=FLOW.link("training-local-or-global-fates"))]
+
+
+FLOW = Experiment(id="ch9-flow", chapter=CHAPTER, config=FlowConfig, result=FlowResult, run=run_flow,
+                  verdicts=flow_verdicts, work=lambda c: c.steps)
 
 
 def fates_table(r: FatesResult) -> dict[str, np.ndarray]:
@@ -161,8 +307,8 @@ FATES = Experiment(
                 "connection, in the long-sequence limit and with sampled sequences (mean over seeds). s1, s2: "
                 "tokens shared with a class of query B (locally distinct, globally common); c_A: common to both "
                 "classes of query A and absent from B; d: distinct tokens of A1 and A2.",
-        claims=("C33",), plot=plot_fates, table=fates_table),),
+        claims=("C33b",), plot=plot_fates, table=fates_table),),
 )
 
-EXPERIMENTS = [FATES]
-RULES = [RULE_C33_POPULATION, RULE_C33_SAMPLED]
+EXPERIMENTS = [FLOW, FATES]
+RULES = [RULE_C33B_FLOW, RULE_C33B_POPULATION, RULE_C33B_SAMPLED]

@@ -42,7 +42,7 @@ PREMISE_SAMPLED = PREMISE_POPULATION + "; Lemma 2's long-sequence limit (T = inf
 
 @dataclass(frozen=True)
 class Scanning:
-    """C25. start_deviation: |local exponent of ln chi-bar at the start - 2| (median over runs); peak_share:
+    """C25. start_deviation: ``|local exponent of ln chi-bar at the start - 2|`` (median over runs); peak_share:
     median over runs of the largest d ln chi-bar / d ln t over the reference exponent (b / a for Eqn 14 itself;
     Eqn 14's own peak at the same rates otherwise); bound_excess: largest d ln chi-bar / d ln t minus b / a;
     b_over_a: Theorem 4's exponent; peak_exponent: the largest d ln chi-bar / d ln t over runs and times."""
@@ -71,7 +71,7 @@ class Snapping:
 
 @dataclass(frozen=True)
 class TransitionSlope:
-    """C27. slope_interval: |slope + 1| + 1.96 se, the far end of the 95% interval of the slope of ln t_snap
+    """C27. slope_interval: ``|slope + 1|`` + 1.96 se, the far end of the 95% interval of the slope of ln t_snap
     against ln eta_Y (one intercept per eta_Z) from -1; earlier_share: share of adjacent eta_Y steps with an
     earlier snap; slope, slope_se: the fit."""
 
@@ -308,8 +308,8 @@ def _slope_against_eta_Z(eta_Y: np.ndarray, eta_Z: np.ndarray, snap: np.ndarray,
 
 @dataclass(frozen=True)
 class Eqn14Magnitude:
-    """C24 on the exact system and the trained model: log_ratio, median over runs of |ln(median over t >= t0 of
-    B_n measured / B_n of Eqn 14)|; ba_log_ratio, median over runs of |ln(K B_n / (-Delta z_c))| at the horizon
+    """C24 on the exact system and the trained model: log_ratio, median over runs of abs(ln(median over t >= t0 of
+    B_n measured / B_n of Eqn 14)); ba_log_ratio, median over runs of ``|ln(K B_n / (-Delta z_c))|`` at the horizon
     (0 when b/a = 1/K, ln K when a = b)."""
 
     log_ratio: float
@@ -363,7 +363,7 @@ RULE_C24 = {ev: _c24_rule(ev) for ev in ("simulation", "training-population", "t
 @dataclass(frozen=True)
 class Eqn13InTraining:
     """C32 on the trained model (Eqn 13, the premise of Theorem 4, against training): logit_log_ratio, median over
-    runs of |ln(Delta z_c measured / Delta z_c of Eqn 13)| at the horizon; B_log_ratio, the same for B_n (median
+    runs of ``|ln(Delta z_c measured / Delta z_c of Eqn 13)|`` at the horizon; B_log_ratio, the same for B_n (median
     over t >= t0; C24's magnitude gap); cross_ratio, median over runs of Theorem 1's cross coefficient
     gamma beta_01 of the trained decoder at the horizon over the theorem's (context)."""
 

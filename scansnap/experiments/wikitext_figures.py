@@ -1,36 +1,71 @@
-"""Figures of Chapter 8 (the paper's Figures 7 and 10, and the token study): pure ``plot(result)`` and the
-``table(result)`` published with each figure. The results are those of
-:mod:`scansnap.experiments.ch08_wikitext` and :mod:`scansnap.experiments.ch08_rates`."""
+"""Figure 7 of the paper and the token study of Chapter 8: the token study's data (:class:`TokenStudy`), and pure
+plots and tables of the runs' trajectories (:class:`scansnap.lm_train.Trajectory`) and of the token study.
+
+The experiment :data:`scansnap.experiments.ch08_wikitext.FREEZE` makes both figures from its result; this module
+reads only the pieces of it (trajectories, shown steps, the token study), so that it imports no experiment module.
+Figure 10's plot lives with its experiment, :mod:`scansnap.experiments.ch08_rates`.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from scansnap import figures, token_stats
+from scansnap import figures, stats
+from scansnap.lm_train import Trajectory
 
-if TYPE_CHECKING:
-    from scansnap.experiments.ch08_rates import RatesResult
-    from scansnap.experiments.ch08_wikitext import FreezeResult
-
-__all__ = ["freeze_table", "plot_freeze", "plot_rates", "plot_tokens", "rates_table", "token_correlations",
-           "tokens_table"]
+__all__ = ["TokenStudy", "freeze_table", "plot_freeze", "plot_tokens", "token_correlations", "tokens_table"]
 
 LABELS = ("1 layer", "multi-layer (layer 1)", "1 layer, no pos. enc.")
 _KEYS = ("one", "multi", "nope")
 STAGES = ("init, pos. enc.", "trained, pos. enc.", "trained, no pos. enc.")
 
 
-def freeze_table(r: FreezeResult) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class TokenStudy:
+    """Attention received by key tokens against how common they are (Chapter 8, beyond the paper:
+    ``fig-ch8-tokens``). ``N`` tokens
+    (every token with ``pairs`` sampled next tokens and ``min_pairs`` attention pairs in each run, ``<unk>`` apart).
+
+    Attributes:
+        ids: ``(N,)`` token ids; words: ``(N,)`` the words.
+        next_entropy: ``(N,)`` next-token entropy (nats) in the training text
+            (:func:`scansnap.token_stats.next_token_entropy`); doc_freq: ``(N,)`` share of training lines
+            holding the token; frequency: ``(N,)`` its share of the training tokens.
+        received: ``(3, N)`` attention received relative to uniform on held-out windows
+            (:func:`scansnap.token_stats.received_attention`): 1-layer with positional encoding at
+            initialization, the same model trained, and the 1-layer model without positional encoding trained.
+        unk_frequency: ``<unk>``'s share of the training tokens (nan without an ``<unk>`` word). ``<unk>`` stands
+            for every word outside the vocabulary, so it is no single token and is kept out of the ``N``; its
+            numbers are reported beside them.
+        unk_next_entropy: its next-token entropy (nats; nan when it has too few pairs).
+        unk_entropy_rank: share of the ``N`` tokens whose next-token entropy is below ``<unk>``'s.
+        unk_received: ``(3,)`` the attention it receives, at the three stages of ``received``.
+    """
+
+    ids: np.ndarray
+    words: tuple[str, ...]
+    next_entropy: np.ndarray
+    doc_freq: np.ndarray
+    frequency: np.ndarray
+    received: np.ndarray
+    unk_frequency: float
+    unk_next_entropy: float
+    unk_entropy_rank: float
+    unk_received: np.ndarray
+
+
+def freeze_table(runs: Sequence[Trajectory]) -> dict[str, np.ndarray]:
     """The data of ``fig-paper-7`` (Figure 7): one row per checkpoint: held-out entropy and loss, freeze rate since
     the previous checkpoint and mean training loss over the steps since then (nan at step 0), for each of the
-    three runs."""
-    steps = r.runs[0].steps
+    three runs (1 layer, multi-layer, 1 layer without positional encoding)."""
+    steps = runs[0].steps
     out: dict[str, np.ndarray] = {"step": steps}
-    for key, tr in zip(_KEYS, r.runs, strict=True):
+    for key, tr in zip(_KEYS, runs, strict=True):
         out[f"entropy_{key}"] = tr.entropy
         out[f"heldout_loss_{key}"] = tr.heldout_loss
         out[f"freeze_rate_{key}"] = np.concatenate([[np.nan], tr.freeze])
@@ -39,14 +74,14 @@ def freeze_table(r: FreezeResult) -> dict[str, np.ndarray]:
     return out
 
 
-def plot_freeze(r: FreezeResult) -> Figure:
-    """``fig-paper-7`` (Figure 7): maps of the probe window at the shown steps (one row per run), then entropy,
-    freeze rate and loss."""
+def plot_freeze(runs: Sequence[Trajectory], shown: Sequence[int]) -> Figure:
+    """``fig-paper-7`` (Figure 7): maps of the probe window at the ``shown`` checkpoint steps (one row per run),
+    then entropy, freeze rate and loss."""
     figures.set_style()
-    shown = list(r.config.shown)
+    shown = list(shown)
     fig = plt.figure(figsize=(2.6 * max(len(shown), 3), 2.5 * 3 + 3.0))
     grid = fig.add_gridspec(4, 1, height_ratios=[1, 1, 1, 1.15], hspace=0.45)
-    for row, (tr, label) in enumerate(zip(r.runs, LABELS, strict=True)):
+    for row, (tr, label) in enumerate(zip(runs, LABELS, strict=True)):
         sub = grid[row].subgridspec(1, len(shown), wspace=0.08)
         for col, step in enumerate(shown):
             ax = fig.add_subplot(sub[col])
@@ -58,7 +93,7 @@ def plot_freeze(r: FreezeResult) -> Figure:
             if col == 0:
                 ax.set_ylabel(label, fontsize="small")
     bottom = grid[3].subgridspec(1, 3, wspace=0.45)
-    d = freeze_table(r)
+    d = freeze_table(runs)
     axes = [fig.add_subplot(bottom[i]) for i in range(3)]
     for key, label in zip(_KEYS, LABELS, strict=True):
         axes[0].plot(d["step"], d[f"entropy_{key}"], marker=".", label=label)
@@ -72,66 +107,52 @@ def plot_freeze(r: FreezeResult) -> Figure:
     return fig
 
 
-def token_correlations(r: FreezeResult) -> dict[str, float]:
+def token_correlations(t: TokenStudy) -> dict[str, float]:
     """``fig-ch8-tokens``: Spearman's rho of the attention a token receives against its next-token entropy, its
     document frequency and its frequency, for each stage (``STAGES``: init and trained with positional encoding,
     trained without)."""
-    t, out = r.tokens, {}
+    out = {}
     for stage, received in zip(("init", "pe", "nope"), t.received, strict=True):
-        out[f"rho_entropy_{stage}"] = token_stats.spearman(t.next_entropy, received)
-        out[f"rho_docfreq_{stage}"] = token_stats.spearman(t.doc_freq, received)
-        out[f"rho_frequency_{stage}"] = token_stats.spearman(t.frequency, received)
+        out[f"rho_entropy_{stage}"] = stats.spearman(t.next_entropy, received)
+        out[f"rho_docfreq_{stage}"] = stats.spearman(t.doc_freq, received)
+        out[f"rho_frequency_{stage}"] = stats.spearman(t.frequency, received)
     return out
 
 
-def tokens_table(r: FreezeResult) -> dict[str, np.ndarray]:
+def sign_finding(rho: dict[str, float]) -> str:
+    """In words, the sign of Spearman's rho against next-token entropy after training, with and without positional
+    encoding (``rho`` from :func:`token_correlations`), against the theory's prediction (negative)."""
+    def said(key: str, name: str) -> str:
+        v = rho[key]
+        sign = "negative, the theory's sign" if v < 0 else "not negative: the theory's sign is not observed"
+        return f"{name} it is {sign} (rho = {v:+.2f})"
+    return (f"{said('rho_entropy_pe', 'with positional encoding')}; "
+            f"{said('rho_entropy_nope', 'without it')}")
+
+
+def tokens_table(t: TokenStudy) -> dict[str, np.ndarray]:
     """The data of ``fig-ch8-tokens``: one row per token of the study."""
-    t = r.tokens
     return {"id": t.ids, "word": np.array(t.words), "next_entropy": t.next_entropy, "doc_freq": t.doc_freq,
             "frequency": t.frequency, "received_init": t.received[0], "received_pe": t.received[1],
             "received_nope": t.received[2]}
 
 
-def plot_tokens(r: FreezeResult) -> Figure:
+def plot_tokens(t: TokenStudy) -> Figure:
     """``fig-ch8-tokens``: received attention against next-token entropy, one panel per stage, with Spearman's
     rho."""
     figures.set_style()
-    t, rho = r.tokens, token_correlations(r)
+    rho = token_correlations(t)
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.5), sharex=True)
     for ax, stage, key, received in zip(axes, STAGES, ("init", "pe", "nope"), t.received, strict=True):
         ax.scatter(t.next_entropy, received, s=4, alpha=0.4, c=np.log10(t.frequency), cmap="viridis")
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        if np.isfinite(t.unk_next_entropy) and np.isfinite(t.unk_received).all():
+            ax.scatter([t.unk_next_entropy], [t.unk_received[STAGES.index(stage)]], marker="*", s=80, color="C3",
+                       label="<unk> (not in rho)")
         ax.set(yscale="log", xlabel="next-token entropy in the window (nats)",
                title=f"{stage}: rho = {rho[f'rho_entropy_{key}']:.2f}")
     axes[0].set_ylabel("attention received / uniform")
-    fig.tight_layout()
-    return fig
-
-
-def rates_table(r: RatesResult) -> dict[str, np.ndarray]:
-    """The data of ``fig-paper-10`` (Figure 10): one row per run: depth (1 or the multi-layer depth), learning
-    rate, seed, final entropy and loss."""
-    c, rows = r.config, []
-    for depth, seeds, ent, loss in ((1, c.seeds, r.entropy_one, r.loss_one),
-                                    (c.multi_layers, c.multi_seeds, r.entropy_multi, r.loss_multi)):
-        rows += [(depth, lr, s, ent[i, j], loss[i, j]) for i, lr in enumerate(c.lrs) for j, s in enumerate(seeds)]
-    cols = list(zip(*rows, strict=True))
-    return {"layers": np.array(cols[0]), "lr": np.array(cols[1], dtype=float), "seed": np.array(cols[2]),
-            "entropy": np.array(cols[3]), "heldout_loss": np.array(cols[4])}
-
-
-def plot_rates(r: RatesResult) -> Figure:
-    """``fig-paper-10`` (Figure 10): final held-out entropy against the learning rate (log axis), both depths."""
-    figures.set_style()
-    c = r.config
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for ent, label in ((r.entropy_one, "1 layer"), (r.entropy_multi,
-                                         f"{c.multi_layers} layers (layer 1)")):
-        line, = ax.plot(c.lrs, ent.mean(1), marker="o", label=label)
-        for j in range(ent.shape[1]):
-            ax.scatter(c.lrs, ent[:, j], s=12, color=line.get_color(), alpha=0.5)
-    ax.set(xscale="log", xlabel="learning rate (SGD, constant)", ylabel="held-out attention entropy (nats)",
-           title=f"after {c.steps} steps")
-    ax.legend(fontsize="small")
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize="x-small")
     fig.tight_layout()
     return fig

@@ -280,7 +280,8 @@ def integrate_symmetric(
 
 def optimum_root(M: int) -> float:
     """The positive root ``u*`` of ``phi(u) = exp(u) (2 - u) + (M - 1) u - 2`` (``M >= 2``), which places the
-    learning rate ``eta_Y*`` that maximizes Eqn 14's ``B`` at a fixed horizon (:func:`horizon_optimum`)."""
+    learning rate ``eta_Y*`` that maximizes Eqn 14's ``B`` at a fixed horizon
+    (:func:`scansnap.theory.snapping.horizon_optimum`)."""
     check_int("M", M, low=2)
 
     def phi(u: float) -> float:

@@ -1,4 +1,4 @@
-"""The residual connection (paper Sec. 7; claim C33; Chapter 9): Theorem 1's quantities and Eqn 10 with it.
+"""The residual connection (paper Sec. 7; claims C33a and C33b; Chapter 9): Theorem 1's quantities and Eqn 10 with it.
 
 With the residual connection the decoder reads ``v~_n = v_n / ||v_n||_2``, ``v_n = f_n + e_{psi(n)}``, instead of
 ``f~_n`` (long-sequence limit, Lemma 2). Its overlaps are (:func:`residual_overlap_formula`, derived in the
@@ -63,7 +63,7 @@ def residual_inputs(classes: SequenceClasses, Z: torch.Tensor | None = None) -> 
 
 def residual_overlap_formula(classes: SequenceClasses, Z: torch.Tensor | None = None) -> torch.Tensor:
     """The derived closed form of the overlaps ``E`` ``(K, K)`` with the residual (module docstring; Sec. 7,
-    claim C33), from the attention ``f_n`` alone; valid when no query token is a contextual token of any class."""
+    claim C33a), from the attention ``f_n`` alone; valid when no query token is a contextual token of any class."""
     f = _attended(classes, Z)
     same = (classes.query[:, None] == classes.query[None, :]).to(torch.float64)
     sq = 1 + (f * f).sum(-1)
@@ -141,7 +141,8 @@ def token_roles(classes: SequenceClasses) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def role_agreement(dz: torch.Tensor, roles: torch.Tensor, tol: float = 0.0) -> np.ndarray:
-    """Whether each entry moved as its role predicts (Theorem 2's fates, global or local to a query: claim C33):
+    """Whether each entry moved as its role predicts (Theorem 2's fates, global or local to a query: claims
+    C33a and C33b):
     ``dz`` ``(..., M, M)`` logit changes, ``roles`` ``(M, M)``.
 
     Returns:
