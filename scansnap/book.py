@@ -64,8 +64,9 @@ def undecided(made: Iterable[Verdict]) -> str:
         if v.level != INCONCLUSIVE:
             continue
         if v.reason.startswith("reduced protocol"):
-            decide = ("a run at the paper's protocol (the `paper` profile: `python -m scansnap reproduce "
-                      f"<figure> --profile paper`), which this run cuts: {'; '.join(v.reduced)}")
+            whose = "the book's full protocol" if v.claim.startswith("X") else "the paper's protocol"
+            decide = (f"a run of the `paper` profile, {whose} (`python -m scansnap reproduce <figure> --profile "
+                      f"paper`), which this run cuts: {'; '.join(v.reduced)}")
         else:
             decide = (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same "
                       "rule) already shows, e.g. a longer horizon or a larger effect size")

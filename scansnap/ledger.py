@@ -86,7 +86,8 @@ def _spec_of(entry: dict[str, Any]) -> dict[str, Any]:
 def check_rules(rules: list[Rule] | None = None, path: Path | None = None) -> list[str]:
     """Every way the rules in the code and ``ledger/rules.json`` disagree (empty: they agree), one line each:
     a rule missing from the file or from the code, a rule whose spec differs, a history entry without a date,
-    change or reason, a last history entry that does not carry the rule's fingerprint."""
+    change or reason, and, for a rule whose spec agrees, a last history entry that does not carry its fingerprint
+    (the file was edited by hand without ``rules --write``)."""
     rules = experiments.all_rules() if rules is None else rules
     locked = read_rules(path)
     problems = []
@@ -107,7 +108,7 @@ def check_rules(rules: list[Rule] | None = None, path: Path | None = None) -> li
         for i, h in enumerate(history):
             if not all(str(h.get(k, "")).strip() for k in ("date", "change", "reason", "fingerprint")):
                 problems.append(f"{key}: history entry {i} lacks a date, change, reason or fingerprint")
-        if not history or history[-1].get("fingerprint") != rule.fingerprint():
+        if _spec_of(entry) == rule.spec() and (not history or history[-1].get("fingerprint") != rule.fingerprint()):
             problems.append(f"{key}: the last history entry does not carry the rule's fingerprint "
                             f"{rule.fingerprint()} (the lock was edited by hand?)")
     return problems

@@ -69,22 +69,22 @@ class Config:
         return "; ".join(f"{k} = {v}" for k, v in self.to_dict().items())
 
     def shortfall(self) -> tuple[str, ...]:
-        """What this configuration cuts from the paper's protocol, one phrase per :attr:`GATED` field (empty:
-        at or above it). A number below the paper's, fewer items than the paper's tuple, or a limit where the
-        paper has none (``None``) is a cut."""
+        """What this configuration cuts from the ``paper`` preset (the paper's protocol; for a claim of the book,
+        its full protocol), one phrase per :attr:`GATED` field (empty: at or above it). A number below the
+        preset's, fewer items than its tuple, or a limit where it has none (``None``) is a cut."""
         paper = self.preset("paper")
         cuts = []
         for name in self.GATED:
             mine, ref = getattr(self, name), getattr(paper, name)
             if ref is None:
                 cut = mine is not None
-                cuts += [f"{name} {mine} (the paper's: no limit)"] if cut else []
+                cuts += [f"{name} {mine} (paper profile: no limit)"] if cut else []
             elif isinstance(ref, tuple | list):
-                cuts += [f"{name}: {len(mine)} (the paper's: {len(ref)})"] if len(mine) < len(ref) else []
+                cuts += [f"{name}: {len(mine)} (paper profile: {len(ref)})"] if len(mine) < len(ref) else []
             elif isinstance(ref, bool | str):
-                cuts += [f"{name} {mine} (the paper's: {ref})"] if mine != ref else []
+                cuts += [f"{name} {mine} (paper profile: {ref})"] if mine != ref else []
             elif mine is None or mine < ref:
-                cuts.append(f"{name} {mine} (the paper's: {ref})")
+                cuts.append(f"{name} {mine} (paper profile: {ref})")
         return tuple(cuts)
 
 

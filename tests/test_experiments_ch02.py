@@ -131,7 +131,7 @@ def test_c43_control_is_the_theory_setting_and_the_gate_is_the_authors_steps(ass
     assert v.control_level == "not reproduced" and set(v.control.values()) == {0.0}  # no gap in the theory's setting
     gaps = ch2a.assumption_gaps(r)
     assert gaps.finite_T_low <= gaps.finite_T_gap and gaps.momentum_low <= gaps.momentum_gap  # lower ends
-    assert assume.config.shortfall() == ("steps 20 (the paper's: 100)",)
+    assert assume.config.shortfall() == ("steps 20 (paper profile: 100)",)
     assert ch2a.AssumptionsConfig.preset("book").shortfall() == ()
     assert v.reduced == assume.config.shortfall()
 

@@ -77,7 +77,7 @@ def test_fig4_verdicts_and_reload(fig4: syn.Fig4Result, tmp_path: Path) -> None:
     c35 = verdicts[0]
     assert c35.control["common_mass_fall"] == 0 and c35.control["common_mass_end"] == pytest.approx(10 / 15.5)
     assert c35.numbers["common_mass_fall"] > 0
-    assert c35.reduced == ("steps 10 (the paper's: 100)", "ratios: 2 (the paper's: 4)")
+    assert c35.reduced == ("steps 10 (paper profile: 100)", "ratios: 2 (paper profile: 4)")
     # chi frozen at 1 deviates from Eqn 11 by about chi_star - 1 = 0.5 where the run's chi reaches 1.5
     assert 0.3 < verdicts[3].control["deviation_theorem_setting"] < 0.8
     start = syn.at_step(fig4.runs, 0)
@@ -114,8 +114,8 @@ def test_paper_protocol_gates_the_experiment_claims() -> None:
     assert (paper.steps, paper.seeds, paper.ratios, paper.batch, paper.T, paper.momentum, paper.eta_Z) == (
         100, (2,), (1.0, 2.0, 5.0, 10.0), 128, 128, 0.9, 1.0)
     assert paper.shortfall() == () and syn.Fig4Config.preset("book").shortfall() == ()
-    assert syn.Fig4Config.preset("smoke").shortfall() == ("steps 12 (the paper's: 100)",)
-    assert adam.Fig5Config.preset("smoke").shortfall() == ("steps 12 (the paper's: 100)",)
+    assert syn.Fig4Config.preset("smoke").shortfall() == ("steps 12 (paper profile: 100)",)
+    assert adam.Fig5Config.preset("smoke").shortfall() == ("steps 12 (paper profile: 100)",)
     assert "100 steps" in paper.protocol() and "seeds [2]" in paper.protocol()
 
 

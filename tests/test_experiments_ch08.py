@@ -104,7 +104,7 @@ def test_paper_profile_says_when_train_txt_is_missing() -> None:
     assert (c.train_split, c.eval_split, c.steps) == ("train", "valid", 1500)
     train, held, note = c.splits()
     assert (train, held) == ("valid", "test") and "could NOT train" in note  # shared/ has no train.txt
-    assert c.shortfall() == ("trained on valid.txt: train.txt is missing (the paper's: train.txt)",)
+    assert c.shortfall() == ("trained on valid.txt: train.txt is missing (paper profile: train.txt)",)
 
 
 def test_the_paper_protocol_gates_both_experiments() -> None:

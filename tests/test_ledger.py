@@ -43,7 +43,7 @@ def test_a_threshold_edit_without_a_history_entry_fails(tmp_path: Path) -> None:
     rules = all_rules()
     first = rules[0]
     c = first.criteria[0]
-    moved = dataclasses.replace(c, verified=c.verified * 2 + 1)
+    moved = dataclasses.replace(c, verified=c.verified / 2 if c.op == "<=" else c.verified * 2)  # a tighter bar
     edited = [dataclasses.replace(first, criteria=(moved, *first.criteria[1:])), *rules[1:]]
     problems = ledger.check_rules(edited, RULES_FILE)
     assert len(problems) == 1 and problems[0].startswith(f"{first.key}: differs from the lock in criteria")

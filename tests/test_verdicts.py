@@ -128,7 +128,7 @@ def test_every_training_rule_is_gated_by_the_protocol(rule: Rule) -> None:
     """Below the paper's protocol a failing rule gives "inconclusive (reduced protocol: ...)"; a passing one
     still verifies, labelled with what the run cut."""
     reduced = Gated.preset("smoke")
-    assert reduced.shortfall() == ("steps 10 (the paper's: 100)", "vocab 50 (the paper's: no limit)")
+    assert reduced.shortfall() == ("steps 10 (paper profile: 100)", "vocab 50 (paper profile: no limit)")
     failing = _judge(rule, _measures(rule, 0), config=reduced)
     assert failing.level == "inconclusive" and failing.reason.startswith("reduced protocol: steps 10")
     passing = _judge(rule, _measures(rule), config=reduced)

@@ -103,7 +103,7 @@ class WikiConfig(Config):
         """:meth:`scansnap.results.Config.shortfall`, plus the training split actually used when ``train.txt``
         is missing (the paper's protocol trains on it)."""
         cut = self.train_split == "train" and bool(self.splits()[2])
-        return super().shortfall() + (("trained on valid.txt: train.txt is missing (the paper's: train.txt)",)
+        return super().shortfall() + (("trained on valid.txt: train.txt is missing (paper profile: train.txt)",)
                                       if cut else ())
 
     def data_protocol(self) -> str:

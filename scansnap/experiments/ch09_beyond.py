@@ -52,7 +52,7 @@ class GradientConfig(Config):
     max_batch: int = 6
     configs: int = 2
     seed: int = 0
-    PRESETS = {"smoke": dict(instances=8), "book": dict(instances=100), "paper": {}}
+    PRESETS = {"smoke": dict(instances=10), "book": dict(instances=100), "paper": {}}
 
     def __post_init__(self) -> None:
         check_int("instances", self.instances, low=1)
