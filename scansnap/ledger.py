@@ -296,8 +296,11 @@ def _changes_markdown(lock_path: Path | None) -> str:
         return ""
     last = (changes[-1]["date"], changes[-1]["commit"])
     recent = [c for c in changes if (c["date"], c["commit"]) == last]
-    lines = [f"**Verdicts changed at the last lock** ({last[0]}, on commit `{last[1]}`): {recent[0]['reason']}", ""]
-    lines += [f"- {c['claim']} ({c['what']}): {c['from']} → {c['to']}" for c in recent]
+    one = len({c["reason"] for c in recent}) == 1
+    lines = [f"**Verdicts changed at the last lock** ({last[0]}, on commit `{last[1]}`)"
+             + (f": {recent[0]['reason']}" if one else ""), ""]
+    lines += [f"- {c['claim']} ({c['what']}): {c['from']} → {c['to']}" + ("" if one else f": {c['reason']}")
+              for c in recent]
     return "\n".join(lines) + "\n\n"
 
 

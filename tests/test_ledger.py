@@ -114,8 +114,7 @@ def test_the_verdict_lock_catches_one_altered_verdict(tmp_path: Path, capsys) ->
     assert main(["claims", "--write-lock", "--lock", str(lock), "--reason", "C2 measured again"]) == 0
     changes = json.loads(lock.read_text())["changes"]
     want = {"claim": "C2", "what": "headline", "from": "partly verified", "to": "verified"}
-    assert want.items() <= changes[-1].items()
-    assert changes[-1]["reason"] == "C2 measured again"
+    assert any(want.items() <= c.items() and c["reason"] == "C2 measured again" for c in changes)
 
 
 def test_a_lock_takes_only_book_profile_verdicts(tmp_path: Path, monkeypatch) -> None:
