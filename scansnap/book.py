@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from scansnap import claims
 from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
 
-__all__ = ["glue_value", "record", "show", "undecided"]
+__all__ = ["evidence", "glue_value", "record", "show", "undecided"]
 
 
 def _glue(key: str, value: object) -> None:
@@ -33,6 +33,26 @@ def show(made, *fig_ids: str) -> None:
         plt.close(made.figures[fig_id])
         print(f"{fig_id}: {made.wall_time_s:.1f} s; re-make it: {made.records[fig_id].command}\n"
               f"  protocol ({made.records[fig_id].profile} profile): {made.records[fig_id].protocol}")
+
+
+def evidence(target, profile: str = "paper"):
+    """Show stored evidence (:mod:`scansnap.evidence`): load the store of ``target`` (an experiment, its id or one
+    of its figures' ids) after checking it, make its figures from the stored result (published like a live run's,
+    with the store's provenance in their protocol), print when, where and in how long it was made and the command
+    that re-makes it, and return it as :class:`scansnap.experiments.Made` (for :func:`show` and the verdicts).
+    A stale or altered store raises (:class:`scansnap.evidence.StaleEvidenceError`,
+    :class:`~scansnap.evidence.TamperedEvidenceError`): the strict build fails rather than show it."""
+    from scansnap import evidence as ev
+    from scansnap import experiments
+
+    exp = ev.resolve(target)
+    stored = ev.load(exp, profile)
+    config, prov = ev.config_of(exp, stored), stored.provenance
+    made = experiments.publish(exp, config, stored.result, prov.wall_s, profile=profile,
+                               protocol=f"{config.protocol()}; stored evidence made {prov.date} on {prov.device} "
+                                        f"({prov.cpu}) in {prov.wall_s / 60:.1f} min")
+    print(prov.describe())
+    return made
 
 
 def glue_value(key: str, value: object) -> None:

@@ -1,4 +1,5 @@
-"""Command line: ``python -m scansnap reproduce <figure-id> [--check]``, ``python -m scansnap claims
+"""Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap evidence
+list | verify [<experiment-id>] [--steps N]``, ``python -m scansnap claims
 [--write-lock | --check-lock]`` and ``python -m scansnap rules [--write --reason ... | --check]``.
 
 ``claims`` prints the ledger of the verdicts recorded under the artifacts folder; ``--check-lock`` compares them
@@ -23,7 +24,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, experiments, figures, ledger, profiles
+from scansnap import claims, evidence, experiments, figures, ledger, profiles
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -61,6 +62,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --check: the folder holding the published figures/ "
                           "(default: $SCANSNAP_ARTIFACTS, _extra in the book's checkout)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
+    rep.add_argument("--store", action="store_true",
+                     help="also store the result as evidence in evidence/<experiment>/<profile>/")
+    ev = sub.add_parser("evidence", help="check stored evidence: list it, or re-run the first steps and compare")
+    ev.add_argument("action", choices=("list", "verify"))
+    ev.add_argument("experiment", nargs="?", default=None,
+                    help="with verify: an experiment id (default: every stored item)")
+    ev.add_argument("--profile", choices=profiles.PROFILES, default="paper", help="the store's profile")
+    ev.add_argument("--steps", type=int, default=None, help="with verify: re-run only the first STEPS steps")
+    ev.add_argument("--root", type=Path, default=None, help="the folder holding evidence/ (default: the checkout)")
     cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
     mode = cl.add_mutually_exclusive_group()
     mode.add_argument("--check-lock", action="store_true",
@@ -87,13 +97,13 @@ def _progress_bar(total: int, label: str):
     return bar, lambda _step: bar.update(1)
 
 
-def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> figures.FigureRecord:
-    """Re-make figure ``fig_id`` with the preset of ``profile`` under ``out``; its provenance record."""
+def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> experiments.Made:
+    """Re-make figure ``fig_id`` (its experiment, with the preset of ``profile``) under ``out``."""
     exp = experiments.owner(fig_id)
     config = exp.config.preset(profile)
     bar, progress = (None, None) if quiet else _progress_bar(exp.work(config), fig_id)
     try:
-        return experiments.make(exp, config, profile=profile, out=out, progress=progress).records[fig_id]
+        return experiments.make(exp, config, profile=profile, out=out, progress=progress)
     finally:
         if bar is not None:
             bar.close()
@@ -104,12 +114,19 @@ def _reproduce(args: argparse.Namespace) -> int:
         return _check(args)
     if args.against is not None:
         _parser().error("--against: only with --check")
+    if args.store and args.out is not None:
+        _parser().error("--store: the evidence goes to evidence/ in the checkout; leave --out out")
     out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
     profile = args.profile or "book"
-    record = _remake(args.figure, profile, out, args.quiet)
+    made = _remake(args.figure, profile, out, args.quiet)
+    record = made.records[args.figure]
     print(f"{args.figure} ({profile} profile) in {record.wall_time_s:.1f} s:")
     for kind, name in record.files.items():
         print(f"  {kind:10s} {out / 'figures' / name}")
+    if args.store:
+        folder = evidence.store(made.experiment, made.config, made.result, made.wall_time_s, profile=profile,
+                                figure=args.figure)
+        print(f"  stored as evidence in {folder}")
     return 0
 
 
@@ -132,7 +149,7 @@ def _check(args: argparse.Namespace) -> int:
         return 2
     with tempfile.TemporaryDirectory(prefix="scansnap-check-") as tmp:
         out = Path(tmp) if args.out is None else args.out
-        made = _remake(args.figure, published.profile, out, args.quiet)
+        made = _remake(args.figure, published.profile, out, args.quiet).records[args.figure]
         same = figures.compare_data(data, out / "figures" / made.files["data"])
     print(f"{args.figure}: re-made with profile {published.profile} and compared with {data} "
           f"(published by scansnap {published.version}, commit {published.commit})")
@@ -205,9 +222,33 @@ def _rules(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _evidence(args: argparse.Namespace) -> int:
+    """``evidence list``: every store and whether it is current; ``evidence verify``: re-run and compare."""
+    items = evidence.stored_ids(args.root)
+    if args.experiment is not None:
+        items = [(args.experiment, args.profile)]
+    if not items:
+        print(f"no stored evidence under {evidence.evidence_dir(args.root)}")
+        return 0
+    failed = 0
+    for exp_id, profile in items:
+        try:
+            exp = evidence.resolve(exp_id)
+            problems = evidence.check(exp, profile, args.root)
+            if args.action == "verify" and not problems:
+                problems = evidence.verify(exp, profile, args.steps, args.root)
+        except (ValueError, FileNotFoundError) as err:
+            problems = [str(err)]
+        failed += bool(problems)
+        print(f"{'MISMATCH' if problems else 'OK'}: {exp_id}/{profile}" + "".join(f"\n  {p}" for p in problems))
+    return 1 if failed else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
     if args.command == "reproduce":
         return _reproduce(args)
+    if args.command == "evidence":
+        return _evidence(args)
     return _claims(args) if args.command == "claims" else _rules(args)

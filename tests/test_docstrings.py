@@ -49,6 +49,8 @@ EXEMPT = {
     "scansnap": "the package: its docstring lists the modules",
     "scansnap.book": "what a chapter cell calls (glue, show, record): DESIGN.md's chapter template",
     "scansnap.claims": "the claims ledger (book/claims.md)",
+    "scansnap.closure": "which library sources a page or a stored run can run (the page cache, stored evidence)",
+    "scansnap.evidence": "stored evidence: long runs made once, stored with provenance, checked by the build",
     "scansnap.cli": "the command line (python -m scansnap)",
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",

@@ -57,6 +57,25 @@ def test_freeze_is_deterministic_and_saved(freeze, tmp_path: Path) -> None:
     assert back.config == freeze.config and back.tokens.words == freeze.result.tokens.words
 
 
+def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freeze, tmp_path: Path) -> None:
+    """The first steps of the same runs reproduce the stored checkpoints exactly (what `evidence verify` relies
+    on: nothing in a run depends on its total length), and a store with an altered map fails."""
+    from scansnap import evidence
+
+    evidence.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke", root=tmp_path)
+    prefix = ch8.freeze_prefix(freeze.config, 5)
+    assert prefix.steps == 4 and prefix.shown == (0, 2, 4)
+    assert evidence.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path, rtol=0, atol=0) == []
+    folder = tmp_path / "evidence" / "ch8-freeze" / "smoke"
+    with np.load(folder / "result.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    key = next(k for k in arrays if k.endswith("probe_maps"))
+    arrays[key] = arrays[key] * 1.001
+    np.savez(folder / "result.npz", **arrays)
+    with pytest.raises(evidence.TamperedEvidenceError, match="probe_maps"):
+        evidence.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path)
+
+
 def test_freeze_verdict_is_c40_against_the_models_held_at_step_0(freeze) -> None:
     r = freeze.result
     [v] = ch8.FREEZE.verdicts(r)

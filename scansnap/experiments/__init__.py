@@ -46,6 +46,7 @@ __all__ = [
     "get",
     "load_result",
     "make",
+    "publish",
     "modules",
     "owner",
 ]
@@ -152,7 +153,14 @@ def make(
                          f"got {type(config).__name__}")
     start = time.perf_counter()
     result = exp.run(config, progress)
-    wall = time.perf_counter() - start
+    return publish(exp, config, result, time.perf_counter() - start, profile=profile, out=out)
+
+
+def publish(exp: Experiment, config: Any, result: Any, wall_time_s: float, *, profile: str, out: Path | None = None,
+            protocol: str | None = None) -> Made:
+    """Save ``result`` (made by ``exp.run(config)`` in ``wall_time_s`` seconds) and make and save every figure of
+    ``exp`` from it: what :func:`make` does after the run, and what a page does with stored evidence
+    (:func:`scansnap.evidence.load`). ``protocol``: the figures' protocol text (default ``config.protocol()``)."""
     folder = artifacts_dir() if out is None else Path(out)
     results.save(result, folder / "results" / f"{exp.id}.npz")
     made_figures, records = {}, {}
@@ -160,9 +168,10 @@ def make(
         fig = spec.plot(result)
         made_figures[spec.id] = fig
         records[spec.id] = figures.save(fig, spec.id, spec.table(result), config.to_dict(), caption=spec.caption,
-                                        chapter=exp.chapter, claims=spec.claims, wall_time_s=wall,
-                                        profile=profile, protocol=config.protocol(), out=out)
-    return Made(exp, config, result, made_figures, records, wall)
+                                        chapter=exp.chapter, claims=spec.claims, wall_time_s=wall_time_s,
+                                        profile=profile, out=out,
+                                        protocol=config.protocol() if protocol is None else protocol)
+    return Made(exp, config, result, made_figures, records, wall_time_s)
 
 
 def load_result(target: str | Experiment, out: Path | None = None) -> Any:

@@ -72,6 +72,12 @@ class Experiment(Generic[C, R]):
         figures: the figures made from the result.
         verdicts: result -> verdicts of the library rules (pure).
         work: config -> units of progress ``run`` reports.
+        prefix: (config, steps) -> the configuration of the same run's first ``steps`` steps (same seeds, the
+            checkpoints up to ``steps``), or None when the run has no steps to cut; ``python -m scansnap evidence
+            verify`` re-runs that prefix of a stored run (:mod:`scansnap.evidence`).
+        checkpoints: result -> ``{name: (steps, values)}``: the values of each measured curve at the steps it
+            was measured (``values`` with the steps on its first axis); what ``verify`` compares at the steps
+            both runs have.
     """
 
     id: str
@@ -82,6 +88,8 @@ class Experiment(Generic[C, R]):
     figures: tuple[FigureSpec[R], ...] = ()
     verdicts: Callable[[R], list[Verdict]] = _no_verdicts
     work: Callable[[C], int] = _no_work
+    prefix: Callable[[C, int], C] | None = None
+    checkpoints: Callable[[R], Mapping[str, tuple[Any, Any]]] | None = None
 
     def link(self, anchor: str | None = None) -> str:
         """The site-relative link of a verdict's numbers: ``<chapter>.html#<anchor>`` (default anchor: the

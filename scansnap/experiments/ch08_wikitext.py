@@ -266,6 +266,24 @@ def freeze_work(c: FreezeConfig) -> int:
     return 3 * c.steps
 
 
+def freeze_prefix(c: FreezeConfig, steps: int) -> FreezeConfig:
+    """The first ``steps`` steps of the same runs (rounded down to a checkpoint, at least the first one): what
+    ``python -m scansnap evidence verify`` re-runs of a stored Figure 7."""
+    n = max(c.every, min(steps, c.steps) // c.every * c.every)
+    return replace(c, steps=n, shown=tuple(s for s in c.shown if s <= n))
+
+
+def freeze_checkpoints(r: FreezeResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every run's held-out curves and probe maps by checkpoint step, and its training loss by step."""
+    out = {}
+    for key, tr in zip(("one", "multi", "nope"), r.runs, strict=True):
+        for name in ("heldout_loss", "entropy", "probe_maps"):
+            out[f"{key}.{name}"] = (tr.steps, getattr(tr, name))
+        out[f"{key}.freeze"] = (tr.steps[1:], tr.freeze)
+        out[f"{key}.train_loss"] = (np.arange(1, len(tr.train_loss) + 1), tr.train_loss)
+    return out
+
+
 @dataclass(frozen=True)
 class Freeze:
     """C40's numbers for the 1-layer (``_1``) and multi-layer (``_multi``) models (:func:`freeze_measures`).
@@ -354,7 +372,7 @@ def freeze_verdicts(r: FreezeResult) -> list[Verdict]:
 
 FREEZE = Experiment(
     id="ch8-freeze", chapter=CHAPTER, config=FreezeConfig, result=FreezeResult, run=run_freeze,
-    verdicts=freeze_verdicts, work=freeze_work,
+    verdicts=freeze_verdicts, work=freeze_work, prefix=freeze_prefix, checkpoints=freeze_checkpoints,
     figures=(
         FigureSpec(id="fig-paper-7", claims=("C40",), plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
                    table=lambda r: figs.freeze_table(r.runs),

@@ -1,0 +1,294 @@
+"""Stored evidence: a run too long for the build, made once, stored with its provenance, checked by the build.
+
+A run at the paper's protocol can take an hour on a 2-core machine; the book's build has minutes. Such a run
+is made once (``python -m scansnap reproduce <figure-id> --profile paper --store``) and stored under
+``evidence/<experiment-id>/<profile>/`` at the root of the book's checkout:
+
+* ``result.npz``: the typed result (:func:`scansnap.results.save`): the curves and checkpointed maps the
+  figures, tables and verdicts read, never model weights;
+* ``provenance.json`` (:class:`Provenance`): the configuration and its hash, a hash of the library sources the
+  experiment runs (:func:`scansnap.closure.library_hash`, the closure the page cache uses, without the
+  registry of other chapters' experiments), the commit, scansnap and torch versions, device, CPU model,
+  threads, wall time, date, the command that re-makes it, and a SHA-256 digest of every stored array.
+
+A page shows it with :func:`scansnap.book.evidence`, which calls :func:`load`: a store whose configuration or
+library hash differs from the current code raises :class:`StaleEvidenceError` (naming the store and the command that
+refreshes it), so the strict build fails rather than show stale evidence; an array whose digest differs raises
+:class:`TamperedEvidenceError`. :func:`verify` re-runs the first steps of a stored run from its recorded seeds
+(:attr:`scansnap.experiments.base.Experiment.prefix`) and compares them with the stored checkpoints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import scansnap
+from scansnap import experiments, provenance, results
+from scansnap._checks import check_choice, check_int
+from scansnap._io import atomic_write, dump_json, source_checkout
+from scansnap.closure import library_closure, library_hash
+from scansnap.experiments.base import Experiment
+
+__all__ = ["MAX_BYTES", "Provenance", "StaleEvidenceError", "Stored", "TamperedEvidenceError", "check",
+           "config_of", "default_steps", "evidence_dir", "load", "read", "resolve", "size", "sources", "store",
+           "stored_ids", "verify"]
+
+MAX_BYTES = 20 * 2**20
+"""The most the whole ``evidence/`` folder may hold in git (``tests/test_evidence.py`` enforces it)."""
+RTOL, ATOL = 1e-4, 1e-6
+""":func:`verify`'s tolerance: a re-run on another CPU (or a GPU against a CPU) differs in the last bits of its
+float sums, and a few hundred SGD steps can grow that to about 1e-6 relative; a wrong seed, step or code
+differs at O(1)."""
+_PACKAGE_ROOT = Path(scansnap.__file__).resolve().parent.parent
+
+
+class StaleEvidenceError(RuntimeError):
+    """Stored evidence made by another configuration or other library code than the current one."""
+
+
+class TamperedEvidenceError(ValueError):
+    """A stored array whose digest differs from the one its provenance recorded."""
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How a stored result was made (``provenance.json``). ``digests``: array name -> SHA-256 of its dtype,
+    shape and bytes; ``modules``: the library modules whose sources ``library_hash`` covers."""
+
+    experiment: str
+    profile: str
+    config: dict[str, Any]
+    config_hash: str
+    library_hash: str
+    modules: list[str]
+    commit: str
+    version: str
+    torch: str
+    device: str
+    cpu: str
+    threads: int
+    wall_s: float
+    date: str
+    command: str
+    digests: dict[str, str]
+
+    def describe(self) -> str:
+        """One paragraph for the page: when, where and in how long, and the command that re-makes it."""
+        return (f"Stored evidence `{self.experiment}` ({self.profile} profile), made on {self.date} on {self.device} "
+                f"({self.cpu}, {self.threads} thread(s)) in {self.wall_s / 60:.1f} min, at commit "
+                f"`{self.commit[:12]}` with torch {self.torch}. Re-make it: `{self.command}`; check it: "
+                f"`python -m scansnap evidence verify {self.experiment}`.")
+
+
+@dataclass(frozen=True)
+class Stored:
+    """A stored result (of the experiment's result type) with its :class:`Provenance`."""
+
+    result: Any
+    provenance: Provenance
+
+
+def evidence_dir(root: Path | None = None) -> Path:
+    """``<root>/evidence`` (default root: the book's source checkout, else the current directory)."""
+    base = root if root is not None else (source_checkout() or Path.cwd())
+    return Path(base) / "evidence"
+
+
+def _folder(exp: Experiment, profile: str, root: Path | None) -> Path:
+    return evidence_dir(root) / exp.id / profile
+
+
+def _hash(obj: object) -> str:
+    return hashlib.sha256(dump_json(obj)).hexdigest()[:16]
+
+
+def sources(exp: Experiment) -> tuple[str, list[str]]:
+    """``(hash, modules)`` of the library sources ``exp`` runs: the closure of the module defining its ``run``
+    (and that module's own file when it lies outside the library, e.g. a test's)."""
+    module = sys.modules[exp.run.__module__]
+    text = Path(module.__file__).read_text()
+    own = "" if module.__name__.startswith("scansnap.") else hashlib.sha256(text.encode()).hexdigest()[:16]
+    names = library_closure(_PACKAGE_ROOT, f"import {module.__name__}\n{text}", registries=False)
+    digest = library_hash(_PACKAGE_ROOT, f"import {module.__name__}\n{text}", registries=False)
+    return (digest + own if own else digest), names
+
+
+def _digests(path: Path) -> dict[str, str]:
+    with np.load(path, allow_pickle=False) as npz:
+        return {k: hashlib.sha256(f"{npz[k].dtype}{npz[k].shape}".encode() + np.ascontiguousarray(npz[k]).tobytes())
+                .hexdigest() for k in sorted(npz.files)}
+
+
+def _cpu() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: str = "paper",
+          figure: str | None = None, root: Path | None = None) -> Path:
+    """Store ``result`` (made by ``exp.run(config)`` in ``wall_s`` seconds) with its provenance under
+    ``evidence/<exp.id>/<profile>/``; the folder is written whole or not at all. Returns the folder."""
+    check_choice("profile", profile, ("smoke", "book", "paper"))
+    folder = _folder(exp, profile, root)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{profile}-"))
+    try:
+        results.save(result, tmp / "result.npz")
+        lib, modules = sources(exp)
+        target = figure or (exp.figures[0].id if exp.figures else exp.id)
+        prov = Provenance(exp.id, profile, config.to_dict(), _hash(config.to_dict()), lib, modules,
+                          provenance.git_commit(), provenance.version(), torch.__version__,
+                          "cpu" if not torch.cuda.is_available() else torch.cuda.get_device_name(0), _cpu(),
+                          torch.get_num_threads(), float(wall_s), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                          f"python -m scansnap reproduce {target} --profile {profile} --store",
+                          _digests(tmp / "result.npz"))
+        atomic_write(tmp / "provenance.json", dump_json(asdict(prov)))
+        old = folder.with_name(f".{profile}-old")
+        shutil.rmtree(old, ignore_errors=True)
+        if folder.exists():
+            os.replace(folder, old)
+        os.replace(tmp, folder)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+def read(exp: Experiment, profile: str = "paper", root: Path | None = None) -> Stored:
+    """The stored result and provenance as they are on disk, unchecked (:func:`load` checks them)."""
+    folder = _folder(exp, profile, root)
+    if not (folder / "provenance.json").exists():
+        raise FileNotFoundError(f"{exp.id}: no stored evidence at {folder}; make it with python -m scansnap "
+                                f"reproduce {exp.figures[0].id if exp.figures else exp.id} --profile {profile} --store")
+    prov = Provenance(**json.loads((folder / "provenance.json").read_text()))
+    return Stored(results.load(exp.result, folder / "result.npz"), prov)
+
+
+def check(exp: Experiment, profile: str = "paper", root: Path | None = None) -> list[str]:
+    """Every reason the store of ``exp`` cannot be shown (empty: it is current and intact)."""
+    folder = _folder(exp, profile, root)
+    try:
+        prov = read(exp, profile, root).provenance
+    except FileNotFoundError as e:
+        return [str(e)]
+    refresh = f"refresh it: {prov.command}"
+    problems = []
+    now = exp.config.preset(profile).to_dict()
+    if _hash(now) != prov.config_hash:
+        changed = sorted(k for k in now if now[k] != prov.config.get(k))
+        problems.append(f"{exp.id}/{profile}: stale: the {profile} configuration changed ({', '.join(changed)}) since "
+                        f"the evidence was stored; {refresh}")
+    lib, _ = sources(exp)
+    if lib != prov.library_hash:
+        problems.append(f"{exp.id}/{profile}: stale: the library code it runs changed since it was stored (modules: "
+                        f"{', '.join(prov.modules)}); {refresh}")
+    bad = sorted(k for k, v in _digests(folder / "result.npz").items() if prov.digests.get(k) != v)
+    bad += sorted(set(prov.digests) - set(_digests(folder / "result.npz")))
+    if bad:
+        problems.append(f"{exp.id}/{profile}: arrays {bad} differ from their recorded digests; {refresh}")
+    return problems
+
+
+def load(exp: Experiment, profile: str = "paper", root: Path | None = None) -> Stored:
+    """The stored result of ``exp``, after :func:`check`: raises :class:`TamperedEvidenceError` on an altered array and
+    :class:`StaleEvidenceError` when the configuration or the library code it runs changed."""
+    problems = check(exp, profile, root)
+    if any("differ from their recorded digests" in p for p in problems):
+        raise TamperedEvidenceError("; ".join(problems))
+    if problems:
+        raise StaleEvidenceError("; ".join(problems))
+    return read(exp, profile, root)
+
+
+def stored_ids(root: Path | None = None) -> list[tuple[str, str]]:
+    """``(experiment id, profile)`` of every store under ``evidence/``."""
+    base = evidence_dir(root)
+    return sorted((p.parent.parent.name, p.parent.name) for p in base.glob("*/*/provenance.json"))
+
+
+def verify(exp: Experiment, profile: str = "paper", steps: int | None = None, root: Path | None = None,
+           rtol: float = RTOL, atol: float = ATOL) -> list[str]:
+    """Re-run the first ``steps`` steps of the stored run (default :func:`default_steps`; the whole run when the
+    experiment has no :attr:`~scansnap.experiments.base.Experiment.prefix`) from its recorded configuration and
+    compare every checkpointed curve at the steps both have, within ``rtol``/``atol``. Returns the mismatches
+    (empty: equal)."""
+    stored = load(exp, profile, root)
+    config = config_of(exp, stored)
+    if exp.prefix is not None:
+        steps = default_steps(stored) if steps is None else check_int("steps", steps, low=1)
+        config = exp.prefix(config, steps)
+    again = exp.run(config, None)
+    pick = exp.checkpoints or _all_arrays
+    old, new = pick(stored.result), pick(again)
+    problems = []
+    for name, (s_new, v_new) in new.items():
+        s_old, v_old = old[name]
+        common, i_old, i_new = np.intersect1d(np.asarray(s_old), np.asarray(s_new), return_indices=True)
+        a, b = np.asarray(v_old)[i_old], np.asarray(v_new)[i_new]
+        if not common.size:
+            problems.append(f"{name}: no common checkpoint")
+        elif not np.allclose(a, b, rtol=rtol, atol=atol, equal_nan=True):
+            err = np.nanmax(np.abs(a - b) / (atol + rtol * np.abs(a)))
+            problems.append(f"{name}: differs at steps {common.tolist()[:5]}... by {err:.3g} x the tolerance")
+    return problems
+
+
+VERIFY_SECONDS = 120.0
+"""The default share of a stored run that :func:`verify` re-runs: about this many seconds of it, by its wall time."""
+
+
+def default_steps(stored: Stored) -> int:
+    """The steps :func:`verify` re-runs by default: the share of the stored run's ``steps`` that took about
+    :data:`VERIFY_SECONDS` when it was made (all of them for a shorter run)."""
+    total = int(stored.provenance.config.get("steps", 1))
+    return max(1, round(total * min(1.0, VERIFY_SECONDS / max(stored.provenance.wall_s, 1e-9))))
+
+
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def config_of(exp: Experiment, stored: Stored) -> Any:
+    """The configuration that made ``stored`` (JSON lists back to the config's tuples)."""
+    return exp.config(**{k: _tuples(v) for k, v in stored.provenance.config.items()})
+
+
+def _all_arrays(result: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every numeric array field of a result, as one checkpoint (step 0): for experiments without ``checkpoints``."""
+    out = {}
+    for f in fields(result):
+        v = getattr(result, f.name)
+        if isinstance(v, np.ndarray | torch.Tensor) or (isinstance(v, float | int) and not isinstance(v, bool)):
+            out[f.name] = (np.array([0]), np.asarray(v)[None])
+    return out
+
+
+def size(root: Path | None = None) -> int:
+    """Bytes under ``evidence/`` (every file)."""
+    base = evidence_dir(root)
+    return sum(p.stat().st_size for p in base.rglob("*") if p.is_file()) if base.exists() else 0
+
+
+def resolve(target: str | Experiment) -> Experiment:
+    """An experiment, by itself, its id or the id of one of its figures."""
+    if isinstance(target, Experiment):
+        return target
+    return experiments.get(target) if target in experiments.all_experiments() else experiments.owner(target)

@@ -1,0 +1,184 @@
+"""scansnap.evidence: a store is current, stale (configuration or code) or tampered; verify re-runs a prefix."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from scansnap import book, evidence
+from scansnap.cli import main
+
+WALK = '''
+from dataclasses import dataclass, replace
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from scansnap.experiments.base import Experiment, FigureSpec
+from scansnap.results import Config
+
+
+@dataclass(frozen=True)
+class WalkConfig(Config):
+    steps: int = 40
+    every: int = 10
+    seed: int = 0
+    PRESETS = {"smoke": dict(steps=20), "book": {}, "paper": dict(steps=60)}
+
+    def protocol(self) -> str:
+        return f"a random walk of {self.steps} steps"
+
+
+@dataclass(frozen=True)
+class WalkResult:
+    config: WalkConfig
+    steps: np.ndarray
+    position: np.ndarray
+
+
+def run(c, progress=None):
+    g = torch.Generator().manual_seed(c.seed)
+    x, out, marks = torch.zeros(3, dtype=torch.float64), [torch.zeros(3, dtype=torch.float64)], [0]
+    for t in range(1, c.steps + 1):
+        x = x + 0.1 * torch.randn(3, generator=g, dtype=torch.float64)
+        if t % c.every == 0:
+            out.append(x.clone())
+            marks.append(t)
+    return WalkResult(c, np.array(marks), torch.stack(out).numpy())
+
+
+def plot(r):
+    fig, ax = plt.subplots()
+    ax.plot(r.steps, r.position)
+    return fig
+
+
+EXP = Experiment(id="test-walk", chapter="book/chapters/01-setting", config=WalkConfig, result=WalkResult, run=run,
+                 figures=(FigureSpec("fig-test-walk", "A random walk.", (), plot,
+                                     lambda r: {"step": r.steps, "x": r.position[:, 0]}),),
+                 prefix=lambda c, n: replace(c, steps=n), checkpoints=lambda r: {"position": (r.steps, r.position)})
+'''
+
+
+@pytest.fixture
+def walk(tmp_path: Path):
+    """A tiny experiment in a module of its own (so that editing its file makes its store stale)."""
+    path = tmp_path / "walk.py"
+    path.write_text(WALK)
+    name = f"walk_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    yield module.EXP, path
+    del sys.modules[name]
+
+
+def _store(exp, root: Path) -> Path:
+    config = exp.config.preset("paper")
+    return evidence.store(exp, config, exp.run(config), 1.5, root=root)
+
+
+def test_a_fresh_store_is_current_and_loads_what_was_stored(walk, tmp_path: Path) -> None:
+    exp, _ = walk
+    folder = _store(exp, tmp_path)
+    assert folder == tmp_path / "evidence" / "test-walk" / "paper"
+    assert sorted(p.name for p in folder.iterdir()) == ["provenance.json", "result.npz"]
+    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
+    assert evidence.check(exp, root=tmp_path) == []
+    stored = evidence.load(exp, root=tmp_path)
+    np.testing.assert_array_equal(stored.result.position, exp.run(exp.config.preset("paper")).position)
+    prov = stored.provenance
+    assert prov.config["steps"] == 60 and prov.wall_s == 1.5 and prov.threads >= 1 and prov.cpu and prov.torch
+    assert {"position", "steps"} <= set(prov.digests)
+    assert prov.command == "python -m scansnap reproduce fig-test-walk --profile paper --store"
+    assert "re-make it" in prov.describe().lower() and "evidence verify test-walk" in prov.describe()
+    assert evidence.stored_ids(tmp_path) == [("test-walk", "paper")]
+
+
+def test_a_changed_configuration_makes_the_store_stale(walk, tmp_path: Path, monkeypatch) -> None:
+    exp, _ = walk
+    _store(exp, tmp_path)
+    monkeypatch.setitem(exp.config.PRESETS, "paper", {"steps": 80})
+    with pytest.raises(evidence.StaleEvidenceError, match=r"configuration changed \(steps\).*refresh it: python -m "
+                                                          r"scansnap reproduce fig-test-walk --profile paper --store"):
+        evidence.load(exp, root=tmp_path)
+
+
+def test_an_edit_of_the_code_it_runs_makes_the_store_stale(walk, tmp_path: Path) -> None:
+    exp, path = walk
+    _store(exp, tmp_path)
+    path.write_text(path.read_text().replace("0.1 * torch.randn", "0.2 * torch.randn"))
+    with pytest.raises(evidence.StaleEvidenceError, match="library code it runs changed"):
+        evidence.load(exp, root=tmp_path)
+
+
+def test_the_strict_build_cannot_show_stale_evidence(walk, tmp_path: Path, monkeypatch) -> None:
+    """book.evidence (what a page calls) shows a current store and raises on a stale one, failing the page."""
+    exp, path = walk
+    monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(tmp_path / "artifacts"))
+    monkeypatch.setattr(evidence, "evidence_dir", lambda root=None: tmp_path / "evidence")
+    _store(exp, tmp_path)
+    made = book.evidence(exp)
+    assert made.records["fig-test-walk"].protocol.startswith("a random walk of 60 steps; stored evidence made")
+    assert (tmp_path / "artifacts" / "figures" / "fig-test-walk.png").is_file()
+    path.write_text(path.read_text() + "\n# an edit\n")
+    with pytest.raises(evidence.StaleEvidenceError):
+        book.evidence(exp)
+
+
+def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_path: Path, monkeypatch) -> None:
+    exp, _ = walk
+    folder = _store(exp, tmp_path)
+    assert evidence.verify(exp, steps=20, root=tmp_path) == []
+    monkeypatch.setattr(evidence, "resolve", lambda target: exp)
+    assert main(["evidence", "verify", "test-walk", "--steps", "20", "--root", str(tmp_path)]) == 0
+    with np.load(folder / "result.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    arrays["position"] = arrays["position"].copy()
+    arrays["position"][1, 0] += 1e-3
+    np.savez(folder / "result.npz", **arrays)
+    with pytest.raises(evidence.TamperedEvidenceError, match="position"):
+        evidence.verify(exp, steps=20, root=tmp_path)
+    assert main(["evidence", "verify", "test-walk", "--root", str(tmp_path)]) == 1
+
+
+def test_verify_compares_the_checkpoints_of_the_rerun_prefix(walk, tmp_path: Path) -> None:
+    """A re-run that differs (here: another seed, standing in for other kernels or a wrong step) is caught at the
+    checkpoints both runs have, and a re-run within the tolerance passes."""
+    exp, _ = walk
+    _store(exp, tmp_path)
+    other = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, seed=c.seed + 1))
+    problems = evidence.verify(other, steps=20, root=tmp_path)
+    assert len(problems) == 1 and problems[0].startswith("position: differs at steps [0, 10, 20]")
+    jitter = dataclasses.replace(exp, checkpoints=lambda r: {"position": (r.steps, r.position * (1 + 1e-7))})
+    assert evidence.verify(jitter, steps=20, root=tmp_path) == []
+
+
+def test_a_failed_store_leaves_nothing_behind(walk, tmp_path: Path) -> None:
+    exp, _ = walk
+    with pytest.raises(ValueError, match="result"):
+        evidence.store(exp, exp.config(), object(), 1.0, root=tmp_path)
+    assert not list((tmp_path / "evidence" / "test-walk").iterdir())
+
+
+def test_missing_evidence_names_the_command_that_makes_it(walk, tmp_path: Path) -> None:
+    exp, _ = walk
+    assert evidence.check(exp, root=tmp_path) == [
+        f"test-walk: no stored evidence at {tmp_path / 'evidence' / 'test-walk' / 'paper'}; make it with "
+        "python -m scansnap reproduce fig-test-walk --profile paper --store"]
+    assert main(["evidence", "list", "--root", str(tmp_path)]) == 0
+
+
+def test_the_repository_evidence_fits_its_budget_and_is_current() -> None:
+    """The whole evidence/ folder stays within 20 MB in git, and every store in it can be shown."""
+    assert evidence.size() <= evidence.MAX_BYTES
+    for exp_id, profile in evidence.stored_ids():
+        assert evidence.check(evidence.resolve(exp_id), profile) == []
