@@ -85,8 +85,10 @@ def undecided(made: Iterable[Verdict]) -> str:
             continue
         if v.reason.startswith("reduced protocol"):
             whose = "the book's full protocol" if v.claim.startswith("X") else "the paper's protocol"
-            decide = (f"a run of the `paper` profile, {whose} (`python -m scansnap reproduce <figure> --profile "
-                      f"paper`), which this run cuts: {'; '.join(v.reduced)}")
+            anchor = v.link.partition("#")[2]
+            figure = anchor if anchor.startswith("fig-") else "<figure-id>"
+            decide = (f"a run of the `paper` profile, {whose}, e.g. stored as evidence: `python -m scansnap "
+                      f"reproduce {figure} --profile paper --store`")
         else:
             decide = (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same "
                       "rule) already shows, e.g. a longer horizon or a larger effect size")
