@@ -45,7 +45,7 @@ def evidence(target, profile: str = "paper"):
     from scansnap import evidence as ev
     from scansnap import experiments
 
-    exp = ev.resolve(target)
+    exp = experiments.resolve(target)
     stored = ev.load(exp, profile)
     config, prov = ev.config_of(exp, stored), stored.provenance
     made = experiments.publish(exp, config, stored.result, prov.wall_s, profile=profile,

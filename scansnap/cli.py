@@ -233,7 +233,7 @@ def _evidence(args: argparse.Namespace) -> int:
     failed = 0
     for exp_id, profile in items:
         try:
-            exp = evidence.resolve(exp_id)
+            exp = experiments.resolve(exp_id)
             problems = evidence.check(exp, profile, args.root)
             if args.action == "verify" and not problems:
                 problems = evidence.verify(exp, profile, args.steps, args.root)

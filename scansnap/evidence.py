@@ -36,14 +36,14 @@ import numpy as np
 import torch
 
 import scansnap
-from scansnap import experiments, provenance, results
+from scansnap import provenance, results
 from scansnap._checks import check_choice, check_int
 from scansnap._io import atomic_write, dump_json, source_checkout
 from scansnap.closure import library_closure, library_hash
 from scansnap.experiments.base import Experiment
 
 __all__ = ["MAX_BYTES", "Provenance", "StaleEvidenceError", "Stored", "TamperedEvidenceError", "check",
-           "config_of", "default_steps", "evidence_dir", "load", "read", "resolve", "size", "sources", "store",
+           "config_of", "default_steps", "evidence_dir", "load", "read", "size", "sources", "store",
            "stored_ids", "verify"]
 
 MAX_BYTES = 20 * 2**20
@@ -172,21 +172,25 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
     return folder
 
 
-def read(exp: Experiment, profile: str = "paper", root: Path | None = None) -> Stored:
-    """The stored result and provenance as they are on disk, unchecked (:func:`load` checks them)."""
+def _provenance(exp: Experiment, profile: str, root: Path | None) -> Provenance:
     folder = _folder(exp, profile, root)
     if not (folder / "provenance.json").exists():
         raise FileNotFoundError(f"{exp.id}: no stored evidence at {folder}; make it with python -m scansnap "
                                 f"reproduce {exp.figures[0].id if exp.figures else exp.id} --profile {profile} --store")
-    prov = Provenance(**json.loads((folder / "provenance.json").read_text()))
-    return Stored(results.load(exp.result, folder / "result.npz"), prov)
+    return Provenance(**json.loads((folder / "provenance.json").read_text()))
+
+
+def read(exp: Experiment, profile: str = "paper", root: Path | None = None) -> Stored:
+    """The stored result and provenance as they are on disk, unchecked (:func:`load` checks them)."""
+    prov = _provenance(exp, profile, root)
+    return Stored(results.load(exp.result, _folder(exp, profile, root) / "result.npz"), prov)
 
 
 def check(exp: Experiment, profile: str = "paper", root: Path | None = None) -> list[str]:
     """Every reason the store of ``exp`` cannot be shown (empty: it is current and intact)."""
     folder = _folder(exp, profile, root)
     try:
-        prov = read(exp, profile, root).provenance
+        prov = _provenance(exp, profile, root)
     except FileNotFoundError as e:
         return [str(e)]
     refresh = f"refresh it: {prov.command}"
@@ -200,8 +204,8 @@ def check(exp: Experiment, profile: str = "paper", root: Path | None = None) -> 
     if lib != prov.library_hash:
         problems.append(f"{exp.id}/{profile}: stale: the library code it runs changed since it was stored (modules: "
                         f"{', '.join(prov.modules)}); {refresh}")
-    bad = sorted(k for k, v in _digests(folder / "result.npz").items() if prov.digests.get(k) != v)
-    bad += sorted(set(prov.digests) - set(_digests(folder / "result.npz")))
+    digests = _digests(folder / "result.npz")
+    bad = sorted(k for k in {*digests, *prov.digests} if prov.digests.get(k) != digests.get(k))
     if bad:
         problems.append(f"{exp.id}/{profile}: arrays {bad} differ from their recorded digests; {refresh}")
     return problems
@@ -285,10 +289,3 @@ def size(root: Path | None = None) -> int:
     """Bytes under ``evidence/`` (every file)."""
     base = evidence_dir(root)
     return sum(p.stat().st_size for p in base.rglob("*") if p.is_file()) if base.exists() else 0
-
-
-def resolve(target: str | Experiment) -> Experiment:
-    """An experiment, by itself, its id or the id of one of its figures."""
-    if isinstance(target, Experiment):
-        return target
-    return experiments.get(target) if target in experiments.all_experiments() else experiments.owner(target)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scansnap import book, evidence
+from scansnap import book, evidence, experiments
 from scansnap.cli import main
 
 WALK = '''
@@ -138,7 +138,7 @@ def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_
     exp, _ = walk
     folder = _store(exp, tmp_path)
     assert evidence.verify(exp, steps=20, root=tmp_path) == []
-    monkeypatch.setattr(evidence, "resolve", lambda target: exp)
+    monkeypatch.setattr(experiments, "resolve", lambda target: exp)
     assert main(["evidence", "verify", "test-walk", "--steps", "20", "--root", str(tmp_path)]) == 0
     with np.load(folder / "result.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
@@ -181,4 +181,4 @@ def test_the_repository_evidence_fits_its_budget_and_is_current() -> None:
     """The whole evidence/ folder stays within 20 MB in git, and every store in it can be shown."""
     assert evidence.size() <= evidence.MAX_BYTES
     for exp_id, profile in evidence.stored_ids():
-        assert evidence.check(evidence.resolve(exp_id), profile) == []
+        assert evidence.check(experiments.resolve(exp_id), profile) == []

@@ -47,6 +47,7 @@ __all__ = [
     "load_result",
     "make",
     "publish",
+    "resolve",
     "modules",
     "owner",
 ]
@@ -118,7 +119,8 @@ def owner(fig_id: str) -> Experiment:
     return by_figure[fig_id]
 
 
-def _resolve(target: str | Experiment) -> Experiment:
+def resolve(target: str | Experiment) -> Experiment:
+    """An experiment: itself, by its id, or by the id of one of its figures."""
     if isinstance(target, Experiment):
         return target
     by_id, by_figure = _registry()
@@ -145,7 +147,7 @@ def make(
         out: artifacts folder (default ``$SCANSNAP_ARTIFACTS`` or ``_extra``).
         progress: called once per unit of work (``experiment.work(config)`` units in all).
     """
-    exp = _resolve(target)
+    exp = resolve(target)
     profile = profiles.current() if profile is None else check_choice("profile", profile, profiles.PROFILES)
     config = exp.config.preset(profile) if config is None else config
     if not isinstance(config, exp.config):
@@ -176,6 +178,6 @@ def publish(exp: Experiment, config: Any, result: Any, wall_time_s: float, *, pr
 
 def load_result(target: str | Experiment, out: Path | None = None) -> Any:
     """The result :func:`make` last saved for an experiment (or the experiment of a figure)."""
-    exp = _resolve(target)
+    exp = resolve(target)
     folder = artifacts_dir() if out is None else Path(out)
     return results.load(exp.result, folder / "results" / f"{exp.id}.npz")
