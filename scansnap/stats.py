@@ -8,6 +8,8 @@ change over the seed spread (:func:`standardized_change`, Cohen's d with the poo
 deviation). :func:`trend_steps` applies both to every consecutive step along an axis, and
 :func:`trend_summary` turns them into the shares and the effect size a rule judges.
 
+The 95% interval of a mean over seeds is Student's t interval (:func:`t_interval`).
+
 Every function is pure numpy float64 and raises a ``ValueError`` naming the bad argument.
 """
 
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import spearmanr
+from scipy.stats import t as student_t
 
 from scansnap._checks import check_array, check_choice
 
@@ -30,6 +33,7 @@ __all__ = [
     "parabolic_argmin",
     "spearman",
     "standardized_change",
+    "t_interval",
     "trend_steps",
     "trend_summary",
 ]
@@ -255,3 +259,26 @@ def spearman(a: object, b: object) -> float:
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(spearmanr(x, y).statistic)
+
+
+def t_interval(x: object, level: float = 0.95) -> tuple[float, float, float]:
+    """Student's t interval of the mean of ``x`` ``(S,)`` (one value per seed; nan entries dropped).
+
+    Returns:
+        ``(mean, low, high)``: ``mean -+ t_{(1 + level)/2, S-1} sd / sqrt(S)`` (ddof 1). With fewer than 2 finite
+        values the ends are nan (no interval; the mean is nan too when there is none); equal values give a
+        zero-width interval.
+    """
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim != 1:
+        raise ValueError(f"x: must have 1 dimension (seeds); got shape {a.shape}")
+    if not 0 < level < 1:
+        raise ValueError(f"level: must be in (0, 1); got {level}")
+    a = a[np.isfinite(a)]
+    if a.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    mean = float(a.mean())
+    if a.size < 2:
+        return mean, float("nan"), float("nan")
+    half = float(student_t.ppf((1 + level) / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
+    return mean, mean - half, mean + half

@@ -89,18 +89,41 @@ def test_training_tables_and_verdicts(training: ch4.TrainingResult) -> None:
 
 
 def test_eqn10_result_and_verdict(eqn10: eq.Eqn10Result) -> None:
-    assert eqn10.cosine.shape == (3, 2) and np.all(np.abs(eqn10.cosine) <= 1 + 1e-12) and np.all(eqn10.scale > 0)
+    c = eqn10.config
+    assert eqn10.cosine.shape == (4, 2) and np.all(np.abs(eqn10.cosine) <= 1 + 1e-12) and np.all(eqn10.scale > 0)
     # after one step Y lies in span F exactly: Eqn 10 with the measured coefficients is exact
     assert np.all(eqn10.rel_err_measured[:, 0] < 1e-10) and np.all(eqn10.g_off_span[:, 0] < 1e-10)
     assert eqn10.disjoint_max_abs_z < 1e-12
     d = eqn10.decomposition
     assert d.step == 3 and d.measured_self == pytest.approx(d.theorem_self, rel=0.2)
+    # Assumption 2 as tested: the two weak-overlap families are judged, "one common token" and Syn-Small are not
+    assert c.judged() == ("weak overlap", "weak overlap, asymmetric")
+    assert eqn10.overlap_norm[:2].max() <= 0.1 < eqn10.overlap_norm[2:].min()
+    assert eqn10.overlap_max[0] == pytest.approx(0.0321, abs=1e-4)  # E_nn' of "weak overlap"
     (v,) = eq.EQN10.verdicts(eqn10)
-    assert v.claim == "C15" and v.evidence == "training-population" and v.premise.startswith("Assumption 2")
+    assert v.claim == "C15" and v.evidence == "training-population" and v.premise.startswith("Theorem 1's decoder")
     # the control is the model at step 0: no velocity, so no cosine (nan) and nothing moved to compare with
-    assert all(np.isnan(x) for x in v.control.values()) and v.control_level == "not reproduced"
-    assert v.numbers["disjoint_relative_z"] < 1e-10 and eqn10.moving_max_abs_z > 1e-3
-    assert "worst family" in v.details and "one common token" in v.details
+    assert np.isnan(v.control["min_cosine"]) and v.control_level == "not reproduced"
+    assert v.numbers["judged_families"] == 2 and "magnitude_factor" not in v.numbers
+    m = eq.eqn10_measures(eqn10)  # over the judged families only
+    assert m.min_cosine == eqn10.cosine[:2].min() and m.max_measured_error == eqn10.rel_err_measured[:2].max()
+    assert v.numbers["disjoint_relative_z"] < 1e-10 and eqn10.max_abs_z[:2].max() > 1e-5
+    assert "one common token (||E||_2 = 0.850" in v.details and "outside Assumption 2, not judged" in v.details
+    assert "C9's part" in v.details
+    outside = eq.Eqn10Config(families=("one common token",), checkpoints=(1,), disjoint_steps=2, decomposition_step=1)
+    assert outside.judged() == () and np.isnan(eq.eqn10_measures(eq.run_eqn10(outside)).min_cosine)
+
+
+def test_assumption2_test() -> None:
+    from scansnap.theory.overlaps import assumption2
+
+    fams = example_families()
+    weak = assumption2(fams["weak overlap"], 1.0, 0.1)
+    assert weak.meets and weak.E_norm == pytest.approx(2 * weak.E_max) and weak.rate_ratio == 10
+    assert not assumption2(fams["weak overlap"], 1.0, 1.0).meets  # eta_Y = eta_Z is not eta_Y >> eta_Z
+    assert not assumption2(fams["Syn-Small"], 1.0, 0.1).meets and assumption2(fams["disjoint"], 1, 0.1).E_norm == 0
+    with pytest.raises(ValueError, match="eta_Z"):
+        assumption2(fams["disjoint"], 1.0, 0.0)
 
 
 def test_results_are_saved_and_reloaded(tmp_path: Path, training: ch4.TrainingResult) -> None:

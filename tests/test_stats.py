@@ -105,3 +105,18 @@ def test_spearman() -> None:
     assert np.isnan(stats.spearman(a, np.ones(4)))
     with pytest.raises(ValueError, match=names("b")):
         stats.spearman(a, a[:3])
+
+
+def test_t_interval_matches_scipy_and_handles_few_seeds() -> None:
+    x = np.array([0.3, 0.5, 0.4, 0.45, 0.35])
+    mean, lo, hi = stats.t_interval(x)
+    ref = sps.t.interval(0.95, len(x) - 1, loc=x.mean(), scale=sps.sem(x))
+    assert mean == pytest.approx(x.mean()) and (lo, hi) == pytest.approx(ref, rel=1e-12)
+    assert stats.t_interval([2.0, 2.0, np.nan]) == (2.0, 2.0, 2.0)  # nan dropped; equal values: zero width
+    one = stats.t_interval([1.0])
+    assert one[0] == 1.0 and np.isnan(one[1]) and np.isnan(one[2])
+    assert all(np.isnan(v) for v in stats.t_interval([]))
+    with pytest.raises(ValueError, match="level"):
+        stats.t_interval(x, level=1.0)
+    with pytest.raises(ValueError, match="x: must have 1 dimension"):
+        stats.t_interval(np.ones((2, 2)))

@@ -16,7 +16,8 @@ uses each):
 - :mod:`scansnap.theory.decoder_sgd`: the same dynamics simulated (SGD with the full batch or batch size 1,
   ``solve_ivp``) and measured against Theorem 1; Remark 1 with ``M > K`` (Chapter 3).
 - :mod:`scansnap.theory.overlaps`: the overlaps ``E`` of Assumption 2: Lemma 3's modification and its
-  Lemma-17 bound, random and "star" families of inputs (Chapters 2, 3).
+  Lemma-17 bound, random and "star" families of inputs (Chapters 2, 3), and the book's test of Assumption 2
+  for a family at given learning rates (``assumption2``, Chapter 4).
 - :mod:`scansnap.theory.families`: families of sequence classes on which Section 5 is checked (Chapters 4, 5).
 - :mod:`scansnap.theory.fates`: Section 5's attention dynamics: Eqn 10 (``eqn10_zdot``, checked against
   the exact ``population_zdot``), Theorem 2 and Corollary 2 (the fates of distinct and common tokens),

@@ -95,10 +95,17 @@ def example_families() -> dict[str, SequenceClasses]:
       classes 0 and 1 only.
     * ``"weak overlap"``: 3 classes, one common token of weight 0.5 and 20 distinct tokens each
       (``E_{nn'} = 0.03``).
+    * ``"weak overlap, asymmetric"``: 3 classes share common token 0 with weights 0.5, 0.25 and 1 and own 20
+      distinct tokens each with unequal weights (1.5 down to 0.5; 0.2 up to 1 for class 1): ``E_{nn'}`` from 0.009
+      to 0.022, no symmetry.
     * ``"disjoint"``: 3 classes with 5 distinct tokens each and no common token (``E = 0``).
     """
     one = [[1.0, 0.3, 0.6, 0.9, 0, 0, 0, 0, 0, 0], [0.5, 0, 0, 0, 0.2, 1.0, 0, 0, 0, 0],
            [2.0, 0, 0, 0, 0, 0, 0.4, 0.5, 0.6, 0.7]]
+    weak = torch.zeros(3, 61, dtype=torch.float64)
+    weak[:, 0] = torch.tensor([0.5, 0.25, 1.0])
+    for n in range(3):
+        weak[n, 1 + 20 * n: 21 + 20 * n] = torch.linspace(0.2, 1.0, 20) if n == 1 else torch.linspace(1.5, 0.5, 20)
     return {
         "one common token": classes_from_weights(one, [0, 0, 0]),
         "Syn-Medium, one query": syn_medium(1),
@@ -108,5 +115,6 @@ def example_families() -> dict[str, SequenceClasses]:
         "common to 2 of 3": classes_from_weights([[0.3, 2.0, 1, 0, 0], [0.3, 2.0, 0, 1, 0], [0.0, 2.0, 0, 0, 1]],
                                                  [0, 0, 0]),
         "weak overlap": sequence_classes(1, 3, num_common=1, num_distinct=20, common_weight=0.5),
+        "weak overlap, asymmetric": classes_from_weights(weak, [0, 0, 0]),
         "disjoint": sequence_classes(1, 3, num_common=0, num_distinct=5),
     }

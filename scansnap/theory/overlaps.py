@@ -7,6 +7,10 @@ the change is set by ``E (I + E)^{-1}``: :func:`modification_norm` gives its exa
 ``I + E``, a Gram matrix of independent columns, is invertible whatever ``||E||_2``), and
 :func:`update_change` the change of each class's update in input space.
 
+Whether a family of sequence classes, trained at given learning rates, meets Assumption 2 as the book tests it
+(weak overlap and ``eta_Y >> eta_Z``; the paper's own eigenvalue bounds are lost): :func:`assumption2`, with the
+bounds :data:`ASSUMPTION2_MAX_NORM` and :data:`ASSUMPTION2_MIN_RATE_RATIO` fixed here, before any run.
+
 Families of inputs (``F`` ``(L, K)``, non-negative unit columns, as Lemma 2 makes them):
 :func:`random_inputs` (random supports and weights) and :func:`star_inputs`, a family on which
 Theorem 1(a)'s ``xi > 0`` fails although ``||E||_2 < 1``.
@@ -15,13 +19,59 @@ Theorem 1(a)'s ``xi > 0`` fails although ``||E||_2 < 1``.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from scansnap._checks import check_int
+from scansnap._checks import check_int, check_positive
+from scansnap.data import SequenceClasses
 from scansnap.theory.decoder import _check_inputs, _check_overlaps, gram
 
-__all__ = ["lemma17_bound", "modification_norm", "random_inputs", "star_inputs", "update_change"]
+__all__ = ["ASSUMPTION2_MAX_NORM", "ASSUMPTION2_MIN_RATE_RATIO", "Assumption2", "assumption2", "lemma17_bound",
+           "modification_norm", "random_inputs", "star_inputs", "update_change"]
+
+ASSUMPTION2_MAX_NORM = 0.1
+"""The largest ``||E||_2`` (at the start, ``Z = 0``) the book admits as "weak overlap" (Assumption 2): Lemma 17's
+bound ``||E|| / (1 - ||E||)`` is then at most 0.11, so Lemma 3's modified update, under which Theorem 1 is exact,
+changes the true one by at most 11%."""
+
+ASSUMPTION2_MIN_RATE_RATIO = 10.0
+"""The smallest ``eta_Y / eta_Z`` the book reads as ``eta_Y >> eta_Z`` (Assumption 1(c) with Assumption 2: an
+order of magnitude)."""
+
+
+@dataclass(frozen=True)
+class Assumption2:
+    """Assumption 2 for one family at given learning rates (Chapter 4, C15).
+
+    Attributes:
+        E_max: largest off-diagonal overlap ``E_nn' = f~_n . f~_n'`` at ``Z = 0``.
+        E_norm: ``||E||_2`` at ``Z = 0`` (every class, whatever its query: the overlaps live in token space).
+        rate_ratio: ``eta_Y / eta_Z``.
+        meets: ``E_norm <= max_norm`` and ``rate_ratio >= min_ratio``.
+    """
+
+    E_max: float
+    E_norm: float
+    rate_ratio: float
+    meets: bool
+
+
+def assumption2(classes: SequenceClasses, eta_Y: float, eta_Z: float, max_norm: float = ASSUMPTION2_MAX_NORM,
+                min_ratio: float = ASSUMPTION2_MIN_RATE_RATIO) -> Assumption2:
+    """Whether ``classes`` trained from zero initialization at ``eta_Y``, ``eta_Z`` meets Assumption 2 (weak
+    overlap, ``eta_Y >> eta_Z``): the overlaps ``E = F^T F - I`` of Lemma 2's unit attention vectors at ``Z = 0``
+    (``f~_n`` proportional to ``P(. | n)``) have ``||E||_2 <= max_norm``, and ``eta_Y / eta_Z >= min_ratio``."""
+    check_positive("eta_Y", eta_Y)
+    check_positive("eta_Z", eta_Z)
+    check_positive("max_norm", max_norm)
+    check_positive("min_ratio", min_ratio)
+    f = classes.population(torch.zeros(classes.M, classes.M, dtype=torch.float64))  # (K, M)
+    F = (f / torch.linalg.vector_norm(f, dim=-1, keepdim=True)).mT.numpy()
+    E = gram(F)
+    E_norm, ratio = float(np.linalg.norm(E, 2)), eta_Y / eta_Z
+    return Assumption2(float(E.max()), E_norm, ratio, E_norm <= max_norm and ratio >= min_ratio)
 
 
 def modification_norm(E: np.ndarray) -> float:
