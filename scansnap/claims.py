@@ -199,6 +199,10 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("X7", _E, r"On WikiText-2 the first-layer validation attention entropy of a 3-layer model also decreases "
           r"with a larger learning rate (C41 beyond the paper's 1-layer Figure 10).", "App. G, extended in Chapter 8",
           _CH[8], origin="book"),
+    Claim("X8", _E, r"On Syn-Small, at the end of the authors' Figure 4 protocol ($\eta_Y = \eta_Z$, 100 SGD steps), "
+          r"the attention is sparser than at step 0 but not sparse in absolute terms: class 1 still puts a "
+          r"substantial mass on the common tokens and spreads over many distinct tokens.",
+          "Sec. 8, Fig. 4, tested in Chapter 5", _CH[5], origin="book"),
 )
 _BY_ID = {c.id: c for c in CLAIMS}
 if len(_BY_ID) != len(CLAIMS):

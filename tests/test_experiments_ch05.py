@@ -13,10 +13,12 @@ import pytest  # noqa: E402
 from conftest import names  # noqa: E402
 
 from scansnap import data, results  # noqa: E402
+from scansnap.experiments import authors_fig4 as au  # noqa: E402
 from scansnap.experiments import ch05_adam as adam  # noqa: E402
 from scansnap.experiments import ch05_scanning as scan  # noqa: E402
 from scansnap.experiments import ch05_synsmall as syn  # noqa: E402
 from scansnap.experiments import ch05_training as trn  # noqa: E402
+from scansnap.experiments import sparsity_rules as sp  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -71,21 +73,88 @@ def test_fig4_runs_are_sane(fig4: syn.Fig4Result) -> None:
 
 def test_fig4_verdicts_and_reload(fig4: syn.Fig4Result, tmp_path: Path) -> None:
     verdicts = syn.FIG4.verdicts(fig4)
-    assert [(v.claim, v.evidence) for v in verdicts] == [(c, "training-sampled") for c in ("C35", "C36", "C21", "C19",
-                                                                                            "C20")]
-    assert all(v.control_level == "not reproduced" for v in verdicts)  # step 0, or chi frozen at 1, fails each rule
-    c35 = verdicts[0]
-    assert c35.control["common_mass_fall"] == 0 and c35.control["common_mass_end"] == pytest.approx(10 / 15.5)
-    assert c35.numbers["common_mass_fall"] > 0
-    assert c35.reduced == ("steps 10 (paper profile: 100)", "ratios: 2 (paper profile: 4)")
+    assert [(v.claim, v.evidence) for v in verdicts] == [(c, "training-sampled") for c in ("C35", "X8", "C36", "C21",
+                                                                                            "C19", "C20")]
+    c35, x8 = verdicts[0], verdicts[1]
+    assert all(v.control_level == "not reproduced" for v in verdicts if v is not x8)  # step 0, or chi frozen at 1
+    # after 10 steps the logits have moved so little that carrying them 4x as far is not sparse either: X8's control
+    # passes too, and the run cannot tell "not sparse" from "not trained"
+    assert x8.level == "inconclusive" and x8.reason == "the control passes too"
+    # step 0: no fall in any seed, a zero-width interval at 0; no gain yet, so no rank correlation
+    assert c35.control["common_mass_fall_low"] == 0 and c35.control["common_mass_fall_high"] == 0
+    assert np.isnan(c35.control["gain_rank_correlation_low"]) and c35.control["seeds"] == 2
+    assert c35.numbers["common_mass_fall"] > 0 and c35.numbers["seeds"] == 2
+    n = c35.numbers
+    assert n["common_mass_fall_low"] <= n["common_mass_fall"] <= n["common_mass_fall_high"]
+    assert c35.reduced == ("steps 10 (paper profile: 100)", "seeds: 2 (paper profile: 5)",
+                           "ratios: 2 (paper profile: 4)")
+    # X8's control carries the logits four times as far: sparser than the run's own end
+    assert x8.control["common_mass_end"] < x8.numbers["common_mass_end"] < 10 / 15.5
+    assert x8.control["effective_tokens_end"] < x8.numbers["effective_tokens_end"]
     # chi frozen at 1 deviates from Eqn 11 by about chi_star - 1 = 0.5 where the run's chi reaches 1.5
-    assert 0.3 < verdicts[3].control["deviation_theorem_setting"] < 0.8
+    assert 0.3 < verdicts[4].control["deviation_theorem_setting"] < 0.8
     start = syn.at_step(fig4.runs, 0)
     assert start.attention.shape[2] == 1 and start.loss.shape[-1] == 0
     assert np.isnan(syn.gain_rank_correlation(start)).all() and np.isnan(syn.steps_to_loss(start, 1.0)).all()
     back = results.load(syn.Fig4Result, results.save(fig4, tmp_path / "f.npz"))
     assert back.config == fig4.config and np.array_equal(back.runs.attention, fig4.runs.attention)
     assert np.array_equal(back.theorem3.chi_end, fig4.theorem3.chi_end)
+
+
+def test_sparsity_measures_and_intervals() -> None:
+    start = np.r_[np.ones(10), np.linspace(0.1, 1, 10)] / 15.5  # class 1 at Z = 0: P
+    common, effective = sp.shares(start)
+    assert common == pytest.approx(10 / 15.5) and 8.5 < effective < 8.7
+    carried = sp.carried_logits(np.stack([start, start * np.r_[np.full(10, 0.5), np.ones(10)]])[None], 2.0)
+    assert carried[0, 0] == pytest.approx(start) and sp.shares(carried[0, 1])[0] < sp.shares(start)[0]
+    end = np.stack([start, start]) * 1.0
+    end[1, :10] *= 0.5
+    end[1] /= end[1].sum()
+    runs = np.stack([end, end, end])  # three seeds, the same fall: a zero-width interval
+    m = sp.sparsity(runs, [1.0, 1.0, 1.0])
+    assert m.common_mass_fall_low == pytest.approx(m.common_mass_fall) and m.seeds == 3
+    one = sp.sparsity(runs[:1], [1.0])
+    assert np.isnan(one.common_mass_fall_low) and sp.RULE_C35.level(one) == "not reproduced"  # one seed: no interval
+    a = sp.absolute_sparsity(runs)
+    assert a.common_mass_end == pytest.approx(sp.shares(end[1])[0]) and a.effective_tokens_end_low > 8
+    with pytest.raises(ValueError, match="20 tokens"):
+        sp.shares(np.ones(19) / 19)
+
+
+def test_authors_log_is_parsed_stored_and_compared(fig4: syn.Fig4Result) -> None:
+    log = """decoder_only.py \\
+  seed=2 \\
+  opt.lr_z=1 \\
+
+opt:
+  momentum: 0.9
+[..] - [{'probs': tensor([0.0645, 0.0645, 0.0645, 0.0645, 0.0645, 0.0645, 0.0645, 0.0645, 0.0645,
+        0.0645, 0.0065, 0.0129, 0.0194, 0.0258, 0.0323, 0.0387, 0.0452, 0.0516,
+        0.0581, 0.0645]), 'tokens': tensor([ 0, 1])}]
+[..][INFO] - [0] loss: 3.526359796524048
+[..][INFO] - [2] loss: 2.3679099082946777
+"""
+    got = au.parse_figure4_log(log)
+    assert got["overrides"] == {"seed": "2", "opt.lr_z": "1"} and got["momentum"] == 0.9
+    assert len(got["probs"]) == 1 and len(got["probs"][0]) == 20 and got["loss_steps"] == [0, 2]
+    with pytest.raises(ValueError, match="not the authors"):
+        au.parse_figure4_log("nothing here")
+    theirs = au.load_authors_fig4()  # the stored extraction, with its source
+    assert theirs.source["commit"] and theirs.source["path"] == "ssl/real-dataset/scan_snap/figure_4.log"
+    assert theirs.overrides["seed"] == "2" and theirs.momentum == 0.9 and theirs.probs.shape == (2, 20)
+    assert theirs.loss[0] == pytest.approx(np.log(34), rel=1e-6)  # uniform over 34 tokens at Y = 0, as the book's
+    assert theirs.loss_steps.tolist() == list(range(0, 100, 2))
+    runs = fig4.runs
+    rows = au.comparison(runs.attention[0], runs.loss[0], runs.seeds, theirs)
+    assert [r.quantity for r in rows if r.quantity.startswith("training")] == ["training loss, step 0"]  # 10 steps
+    by = {r.quantity: r for r in rows}
+    assert by["class 1's common mass, step 0"].authors == pytest.approx(10 / 15.5, abs=1e-3)
+    assert by["class 1's common mass, step 0"].mean == pytest.approx(10 / 15.5)
+    assert np.isnan(by["class 1's common mass, step 10"].authors)  # their log holds no attention
+    assert by["training loss, step 0"].book_seed == pytest.approx(theirs.loss[0], rel=1e-6)  # ln 34 both
+    assert "not in the log" in au.comparison_markdown(rows, 2)
+    with pytest.raises(ValueError, match="loss_at"):
+        au.comparison(runs.attention[0], runs.loss[0], runs.seeds, theirs, loss_at=(3,))
 
 
 def test_gd_prior_and_adam() -> None:
@@ -109,14 +178,16 @@ def test_gd_prior_and_adam() -> None:
 
 
 def test_paper_protocol_gates_the_experiment_claims() -> None:
-    """Figures 4 and 5: the paper preset is the authors' protocol, the minimum for a negative verdict."""
+    """Figures 4 and 5: the paper preset is the authors' protocol (with five seeds, their seed 2 among them, so that
+    C35 and X8 have an interval over seeds), the minimum for a negative verdict."""
     paper = syn.Fig4Config.preset("paper")
     assert (paper.steps, paper.seeds, paper.ratios, paper.batch, paper.T, paper.momentum, paper.eta_Z) == (
-        100, (2,), (1.0, 2.0, 5.0, 10.0), 128, 128, 0.9, 1.0)
+        100, (1, 2, 3, 4, 5), (1.0, 2.0, 5.0, 10.0), 128, 128, 0.9, 1.0)
     assert paper.shortfall() == () and syn.Fig4Config.preset("book").shortfall() == ()
-    assert syn.Fig4Config.preset("smoke").shortfall() == ("steps 12 (paper profile: 100)",)
+    assert syn.Fig4Config.preset("smoke").shortfall() == ("steps 12 (paper profile: 100)",
+                                                          "seeds: 1 (paper profile: 5)")
     assert adam.Fig5Config.preset("smoke").shortfall() == ("steps 12 (paper profile: 100)",)
-    assert "100 steps" in paper.protocol() and "seeds [2]" in paper.protocol()
+    assert "100 steps" in paper.protocol() and "seeds [1, 2, 3, 4, 5]" in paper.protocol()
 
 
 @pytest.mark.parametrize(
