@@ -89,6 +89,9 @@ def undecided(made: Iterable[Verdict]) -> str:
             figure = anchor if anchor.startswith("fig-") else "<figure-id>"
             decide = (f"a run of the `paper` profile, {whose}, e.g. stored as evidence: `python -m scansnap "
                       f"reproduce {figure} --profile paper --store`")
+        elif v.reason.startswith("effect too small"):
+            decide = "a run in which the effect the rule tests happens at a visible size (the page shows how far " \
+                     "the runs searched get)"
         else:
             decide = (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same "
                       "rule) already shows, e.g. a longer horizon or a larger effect size")

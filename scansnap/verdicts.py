@@ -170,7 +170,8 @@ class Verdict:
         control: the control's numbers (empty for derivation and simulation).
         control_level: what the criteria give on the control ("" when there is none).
         reduced: what the run cut from the paper's protocol (empty: at or above it).
-        reason: why the level is "inconclusive" ("the control passes too", "reduced protocol: ..."), else "".
+        reason: why the level is "inconclusive" ("the control passes too", "reduced protocol: ...", "effect too
+            small to judge: ..."), else "".
         premise: for training evidence on a theory claim, the premise whose failure a miss points to.
         profile: the profile the verdict was recorded under (set by :func:`scansnap.claims.record`).
     """
@@ -321,7 +322,7 @@ class Rule:
         return _RULE_LEVELS[0] if all(s == 2 for _, s in scores) else _RULE_LEVELS[1]
 
     def judge(self, measures: object, config: Any, *, control: object = None, scope: str = "",
-              details: str = "", link: str = "") -> Verdict:
+              details: str = "", link: str = "", too_small: str = "") -> Verdict:
         """The :class:`Verdict` for ``measures`` measured under ``config``.
 
         Args:
@@ -332,6 +333,10 @@ class Rule:
             scope: which part of the run, appended to the protocol (e.g. ``"plain SGD, Eqn 7"``).
             details: further measured context, formatted from the run.
             link: page anchor of the numbers.
+            too_small: (training and real data only) non-empty when the effect the rule tests is too small in this
+                run to be seen, in words with its numbers (e.g. "the attention never scans: ..."): whatever the
+                criteria give, the verdict is inconclusive with this reason (a rule cannot tell a claim from its
+                alternative on an effect that never happened).
         """
         level = self.level(measures)
         protocol = config.protocol() + (f"; {scope}" if scope else "")
@@ -349,10 +354,13 @@ class Rule:
                 level, reason = INCONCLUSIVE, "the control passes too"
             elif level == _RULE_LEVELS[2] and reduced:
                 level, reason = INCONCLUSIVE, "reduced protocol: " + "; ".join(reduced)
+            if too_small.strip():
+                level, reason = INCONCLUSIVE, "effect too small to judge: " + too_small.strip()
             extra = dict(control=self.numbers(control), control_level=control_level, reduced=reduced,
                          reason=reason, premise=self.premise)
-        elif control is not None:
-            raise ValueError(f"control: {self.evidence} evidence has no control (rule for {self.claim})")
+        elif control is not None or too_small:
+            what = "control" if control is not None else "too_small"
+            raise ValueError(f"{what}: {self.evidence} evidence has no {what} (rule for {self.claim})")
         return Verdict(self.claim, level, self.evidence, self.text(), self.numbers(measures), protocol.strip(),
                        details.strip(), link, **extra)
 

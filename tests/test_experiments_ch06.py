@@ -13,6 +13,7 @@ import pytest  # noqa: E402
 from scansnap import experiments  # noqa: E402
 from scansnap.experiments import ch06_figures as ch6f  # noqa: E402
 from scansnap.experiments import ch06_phase_transition as ch6  # noqa: E402
+from scansnap.experiments import ch06_scanning_reach as reach  # noqa: E402
 from scansnap.experiments import ch06_trained as ch6t  # noqa: E402
 from scansnap.experiments import phase_rules  # noqa: E402
 
@@ -85,6 +86,42 @@ def test_trained_verdicts_name_their_claims_evidence_controls_and_premises(train
             assert set(v.control) == set(v.numbers)
     # the controls that the rules name cannot carry the effect: none reaches the verdict's level
     assert all(v.control_level == "not reproduced" for v in made if v.control_level)
+
+
+def test_training_verdicts_on_scanning_and_snapping_are_inconclusive_when_the_attention_never_scans(
+        trained: ch6t.TrainedResult) -> None:
+    """C25-C31 and C34 on training read a scan; in a run whose ln chi_l0 stays below 1 they cannot tell the claim
+    from its alternative, whatever their criteria give. C24 and C32 compare magnitudes and stay judged."""
+    made = ch6t.TRAINED.verdicts(trained)
+    assert trained.population.log_chi.max() < reach.SCAN_LOG_CHI
+    for v in made:
+        if v.evidence.startswith("training"):
+            gated = v.claim not in ("C24", "C32")
+            assert v.reason.startswith("effect too small to judge: the trained attention never scans") == gated, v
+            assert (v.level == "inconclusive") or not gated
+
+
+def test_scan_shortfall_is_empty_only_for_a_visible_scan() -> None:
+    assert reach.scan_shortfall(1.0, 0.3) == ""
+    assert "largest ln chi_l0 0.99" in reach.scan_shortfall(0.99, 0.5)
+    assert "entropy 0.29 nats" in reach.scan_shortfall(2.0, 0.29)
+
+
+def test_reach_search_rows_admissibility_and_the_theorys_own_flow(tmp_path: Path) -> None:
+    r = experiments.make(reach.REACH, profile="smoke", out=tmp_path).result
+    c = r.config
+    n = len(c.families()) * len(c.eta_Y) * len(c.ratios)
+    assert all(len(v) == n for v in reach.reach_table(r).values())
+    assert ((r.admissible == 1) == ((c.S0_max >= r.S0) & (r.eta_Z <= r.eta_Y))).all()
+    assert (r.log_chi > 0).all() and (r.common_fall > 0).all() and (r.entropy_fall >= 0).all()
+    # the exact flow grows the distinct tokens only as far as the common token falls (Eqn 12: ln chi <= 2 B_n)
+    ceiling = [2 * reach.theory.growth_ceiling(-d, s0, int(k)) for d, s0, k in
+               zip(r.common_fall_exact, r.S0, r.K, strict=True)]
+    assert (r.log_chi_exact <= np.array(ceiling) + 1e-9).all()
+    best = reach.best(r)
+    assert best["scans"] == 0 and best["S0"] <= c.S0_max and best["log_chi"] == r.log_chi[r.admissible == 1].max()
+    with pytest.raises(ValueError, match="S0s"):
+        reach.ReachConfig(S0s=(0.0,))
 
 
 def test_sampled_C24_does_not_judge_the_constants_ratio() -> None:

@@ -75,6 +75,24 @@ def test_integrate_symmetric_matches_the_full_eqn10_integrator() -> None:
     assert abs(B[-1] / fine.B[-1] - 1) < 1e-5
 
 
+def test_growth_ceiling_bounds_B_by_the_common_tokens_fall_and_is_reached_when_distinct_logits_stay() -> None:
+    """B_n <= growth_ceiling(z_c) along the exact flow (the distinct logits only grow); the path integral of
+    -dz_c / (K (1 - S)) along the run is B_n itself (the rate ratio of symmetric_rates), and the ceiling is that
+    integral with S at its largest value given z_c, so at a tiny step it is reached to first order."""
+    for S0 in (0.1, 0.3, 0.9):
+        fam = ph.theorem4_family(2, 3, S0)
+        t = np.linspace(0.0, 4000.0, 40001)
+        run = ph.integrate_symmetric(fam, 1.0, 1.0, t)
+        ceiling = ph.growth_ceiling(run.z_common, S0, 2)
+        assert (ceiling * (1 + 1e-9) + 1e-12 >= run.B).all()
+        path = np.concatenate([[0.0], np.cumsum(-np.diff(run.z_common) / (2 * (1 - 0.5 * (run.S[1:] + run.S[:-1]))))])
+        np.testing.assert_allclose(path[1:], run.B[1:], rtol=1e-3)  # trapezoid on a 0.1-step grid
+        gap = 1 - run.B[1:] / ceiling[1:]
+        assert gap[0] < 1e-3 and gap[-1] > 10 * gap[0]  # reached at the start; opens as distinct logits move
+    with pytest.raises(ValueError, match=names("S0")):
+        ph.growth_ceiling(-1.0, 1.0, 2)
+
+
 def test_eqn14_closed_form_matches_the_integrated_eqn13_over_nine_decades() -> None:
     t = np.geomspace(1e-3, 1e6, 200)
     z, B = ph.integrate_eqn13(t, 992, 10, 1.0, 0.5, 0.09, 0.01)

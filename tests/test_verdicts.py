@@ -77,11 +77,11 @@ def _measures(rule: Rule, scores: dict[str, int] | int = 2):
     return rule.measures(**values)
 
 
-def _judge(rule: Rule, measures, control=None, config=None):
+def _judge(rule: Rule, measures, control=None, config=None, too_small: str = ""):
     config = Full() if config is None else config
     if rule.evidence in TRAINING_KINDS and control is None:
         control = _measures(rule, 0)
-    return rule.judge(measures, config, control=control)
+    return rule.judge(measures, config, control=control, too_small=too_small)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=IDS)
@@ -134,6 +134,19 @@ def test_every_training_rule_is_gated_by_the_protocol(rule: Rule) -> None:
     passing = _judge(rule, _measures(rule), config=reduced)
     assert passing.level == "verified" and passing.label().startswith("verified (reduced protocol: steps 10")
     assert _judge(rule, _measures(rule, 0), config=Gated()).level == "not reproduced"
+
+
+def test_an_effect_too_small_to_see_makes_any_training_verdict_inconclusive() -> None:
+    """A rule that passes, and one that fails, on a run whose effect never happened are both inconclusive, with the
+    stated reason (it is not a miss either); the gate needs training evidence."""
+    rule = next(r for r in RULES if r.evidence in TRAINING_KINDS)
+    for measures in (_measures(rule), _measures(rule, 0)):
+        v = _judge(rule, measures, control=_measures(rule, 0), too_small="ln chi 0.02 < 1")
+        assert (v.level, v.reason) == ("inconclusive", "effect too small to judge: ln chi 0.02 < 1")
+    assert _judge(rule, _measures(rule), control=_measures(rule, 0), too_small=" ").level == "verified"
+    theory_rule = next(r for r in RULES if r.evidence not in TRAINING_KINDS)
+    with pytest.raises(ValueError, match=names("too_small")):
+        theory_rule.judge(_measures(theory_rule), Full(), too_small="tiny")
 
 
 @pytest.mark.parametrize("rule", [r for r in RULES if r.evidence not in TRAINING_KINDS],
@@ -266,3 +279,5 @@ def test_the_undecided_paragraph_names_the_reason_and_the_run_that_would_decide(
     assert "the control passes too" in book.undecided([both]) and "(verified on the same rule)" in book.undecided(
         [both])
     assert book.undecided([rule.judge(_measures(rule), Full(), control=_measures(rule, 0))]) == ""
+    tiny = book.undecided([rule.judge(_measures(rule), Full(), control=_measures(rule, 0), too_small="ln chi 0.02")])
+    assert "effect too small to judge: ln chi 0.02" in tiny and "happens at a visible size" in tiny

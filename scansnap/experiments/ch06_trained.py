@@ -37,6 +37,7 @@ from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER
+from scansnap.experiments.ch06_scanning_reach import scan_shortfall
 from scansnap.experiments.phase_rules import (
     RULE_C24,
     RULE_C32_TRAINING,
@@ -219,8 +220,7 @@ _JUDGED = {"simulation": _REGIMES, "training-population": (*_REGIMES, "C34"),
 
 def seed_mean(curves: Curves, n: int) -> Curves:
     """The mean over ``n`` seeds of curves whose configurations repeat the grid ``n`` times (seed-major)."""
-    check_int("n", n, low=1)
-    C = len(curves.eta_Y) // n
+    C = len(curves.eta_Y) // check_int("n", n, low=1)
 
     def mean(x: np.ndarray) -> np.ndarray:
         return x.reshape(x.shape[0], n, C).mean(axis=1)
@@ -288,8 +288,7 @@ def _step0(r: TrainedResult) -> Eqn13InTraining:
     """C32's measures on the population run's model at step 0 held to the horizon (no move: ratios 0)."""
     pop = r.population
     with np.errstate(divide="ignore"):
-        dz = np.abs(np.log(np.abs(pop.z_common[0] / r.z_eqn13[-1])))
-        B = np.abs(np.log(np.abs(pop.B[0] / r.B_eqn14[-1])))
+        dz, B = (np.abs(np.log(np.abs(x[0] / y[-1]))) for x, y in ((pop.z_common, r.z_eqn13), (pop.B, r.B_eqn14)))
     return Eqn13InTraining(float(np.median(dz)), float(np.median(B)), math.nan)
 
 
@@ -310,10 +309,11 @@ def trained_verdicts(r: TrainedResult) -> list[Verdict]:
         kb = np.median(c.K * curves.B[-1] / -curves.z_common[-1])
         out.append(RULE_C24[ev].judge(next(mag), c, control=next(mag) if training else None, scope=c.scope(ev),
                                       link=link, details=f"K B_n / (-Delta z_c) at the horizon: median {kb:.3f}"))
-        out += judge(_JUDGED[ev], ev, measures, c, control=nulls, scope=c.scope(ev), link=link, details=details)
+        gap = scan_shortfall(curves.log_chi.max(), (curves.entropy[0] - curves.entropy).max()) if training else ""
+        out += judge(_JUDGED[ev], ev, measures, c, control=nulls, scope=c.scope(ev), link=link, details=details,
+                     too_small=gap)
     pop = r.population
-    dz = np.abs(np.log(pop.z_common[-1] / r.z_eqn13[-1]))
-    B = np.abs(np.log(ratio_after_t0(pop, r.B_eqn14, c.K, r.M)))
+    dz, B = np.abs(np.log(pop.z_common[-1] / r.z_eqn13[-1])), np.abs(np.log(ratio_after_t0(pop, r.B_eqn14, c.K, r.M)))
     out.append(RULE_C32_TRAINING.judge(
         Eqn13InTraining(float(np.median(dz)), float(np.nanmedian(B)),
                         float(np.median(r.cross_measured / r.cross_theorem))), c, control=_step0(r),

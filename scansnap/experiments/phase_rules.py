@@ -384,8 +384,11 @@ RULE_C32_TRAINING = Rule("C32", "training-population", Eqn13InTraining, (
          "where the failing premise is recorded: Eqn 13's two laws against the trained model, with Theorem 1's "
          "cross coefficient of the trained decoder beside them.")
 def judge(claims: tuple[str, ...], evidence: str, measures: PhaseMeasures, config: Any, *,
-          control: PhaseMeasures | None = None, scope: str = "", link: str = "", details: str = "") -> list[Verdict]:
-    """The verdicts of ``claims`` (Chapter 6's C25-C31 and C34) on ``evidence``; ``control`` for training."""
+          control: PhaseMeasures | None = None, scope: str = "", link: str = "", details: str = "",
+          too_small: str = "") -> list[Verdict]:
+    """The verdicts of ``claims`` (Chapter 6's C25-C31 and C34) on ``evidence``; ``control`` and ``too_small``
+    (:meth:`scansnap.verdicts.Rule.judge`) for training."""
     return [phase_rule(c, evidence).judge(measures.of(c), config, control=None if control is None else control.of(c),
-                                          scope=scope, link=link, details=details) for c in claims]
+                                          scope=scope, link=link, details=details, too_small=too_small)
+            for c in claims]
 

@@ -50,6 +50,7 @@ __all__ = [
     "eqn14_at",
     "eqn14_bound",
     "gamma_integral",
+    "growth_ceiling",
     "integrate_eqn13",
     "integrate_symmetric",
     "leading_constants",
@@ -211,6 +212,27 @@ def eqn13_constants(classes: SequenceClasses, M: int | None = None) -> Eqn13Cons
     S0 = pc**2 / (pc**2 + float(P @ P))
     fall, rate = symmetric_rates(S0, classes.K, M)
     return Eqn13Constants(a=float(fall), b=float(rate), S0=S0, K=classes.K, M=M)
+
+
+def growth_ceiling(z_common: object, S0: float, K: int) -> np.ndarray:
+    """How far the distinct tokens can have grown, given how far the common token fell, in the exact flow of Theorem 4's
+    family from ``Z = 0``: ``B_n <= (1/K) (-z_c + S0 (1 - e^{2 z_c}) / (2 (1 - S0)))``.
+
+    From ``dB_n = -dz_c / (K (1 - S))`` (:func:`symmetric_rates`) and ``S <= S0 e^{2 z_c} / (S0 e^{2 z_c} + 1 - S0)``
+    (the distinct logits only grow); equality while they stay at 0. ``ln chi_l0 <= 2 B_n`` (Eqn 12), so a visible
+    scan needs the common token to fall by about ``K (1 - S0) / 2`` per unit of ``ln chi_l0``.
+
+    Args:
+        z_common: the common logit ``z_c <= 0`` (any shape); S0: ``f~_nc^2`` at ``Z = 0``, in (0, 1); K: classes.
+
+    Returns:
+        the ceiling of ``B_n``, same shape as ``z_common``.
+    """
+    check_int("K", K, low=2)
+    if not 0 < S0 < 1:
+        raise ValueError(f"S0: must lie in (0, 1); got {S0}")
+    z = np.asarray(z_common, dtype=float)
+    return (-z + S0 * (1 - np.exp(2 * z)) / (2 * (1 - S0))) / K
 
 
 def leading_constants(K: int, S0: float) -> tuple[float, float]:
