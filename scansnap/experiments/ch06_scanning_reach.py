@@ -1,4 +1,4 @@
-"""Chapter 6: how far the trained attention scans (``ch6-reach``; issue 18's search for a family that scans).
+"""Chapter 6: how far the trained attention scans in Theorem 4's setting (``ch6-reach``).
 
 Theorem 4 speaks about a *scanning* phase (the dominant distinct token grows, the distinct-token entropy falls)
 followed by a *snap*. A training test of it means something only where the trained attention visibly scans. This
@@ -14,7 +14,7 @@ and the common token's fall ``-Delta z_c``.
 this chapter's validity check finds Eqn 14 within about 20% of the exact Eqn 10 system up to there). Families with a
 larger ``S0`` are searched too and reported as outside the assumptions.
 
-The target (from issue 18, fixed before the search): ``ln chi_l0 >= 1`` and an entropy fall ``>= 0.3`` nats in the
+The target (fixed before the search): ``ln chi_l0 >= 1`` and an entropy fall ``>= 0.3`` nats in the
 same run. Why it is hard is derived in the chapter: in the symmetric family the exact Eqn 10 flow moves
 ``B_n`` and the common logit in the fixed ratio ``dB_n / (-dz_c) = 1 / (K (1 - S))``
 (:func:`scansnap.theory.symmetric_rates`), so the distinct tokens grow only as far as the common token falls, and
@@ -40,9 +40,9 @@ from scansnap.experiments.ch06_phase_transition import CHAPTER
 from scansnap.results import Config
 
 SCAN_LOG_CHI = 1.0
-"""The growth ``ln chi_l0`` of the dominant distinct token that makes a scan visible (issue 18; set before any run)."""
+"""The growth ``ln chi_l0`` of the dominant distinct token that makes a scan visible (set before any run)."""
 SCAN_ENTROPY_FALL = 0.3
-"""The fall of the distinct-token entropy (nats) that makes a scan visible (issue 18; set before any run)."""
+"""The fall of the distinct-token entropy (nats) that makes a scan visible (set before any run)."""
 
 
 def scan_shortfall(log_chi: float, entropy_fall: float) -> str:
