@@ -152,6 +152,7 @@ opt:
     assert by["class 1's common mass, step 0"].mean == pytest.approx(10 / 15.5)
     assert np.isnan(by["class 1's common mass, step 10"].authors)  # their log holds no attention
     assert by["training loss, step 0"].book_seed == pytest.approx(theirs.loss[0], rel=1e-6)  # ln 34 both
+    assert by["training loss, step 0"].inside() and not by["class 1's common mass, step 10"].inside()
     assert "not in the log" in au.comparison_markdown(rows, 2)
     with pytest.raises(ValueError, match="loss_at"):
         au.comparison(runs.attention[0], runs.loss[0], runs.seeds, theirs, loss_at=(3,))

@@ -103,6 +103,11 @@ class ComparisonRow:
     book_seed: float
     authors: float
 
+    def inside(self, rtol: float = 1e-6) -> bool:
+        """Whether the authors' number lies in the range over the book's seeds, up to ``rtol`` (their log writes
+        float32 numbers); False when their log does not hold it."""
+        return bool(self.least * (1 - rtol) <= self.authors <= self.most * (1 + rtol))
+
 
 def comparison(attention: object, loss: object, seeds: object, authors: AuthorsFig4,
                loss_at: tuple[int, ...] | None = None) -> list[ComparisonRow]:
