@@ -12,11 +12,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from scansnap import experiments  # noqa: E402
+from scansnap import data, experiments, train  # noqa: E402
 from scansnap.experiments import ch09_beyond as ch9  # noqa: E402
+from scansnap.experiments import ch09_decoupling as dec9  # noqa: E402
 from scansnap.experiments import ch09_fates as fates9  # noqa: E402
 from scansnap.experiments import ch09_heads as heads9  # noqa: E402
 from scansnap.experiments import ch09_positions as pos9  # noqa: E402
+from scansnap.model_options import ModelOptions, OptionsModel  # noqa: E402
 from scansnap.theory import residual as res  # noqa: E402
 
 
@@ -56,16 +58,19 @@ def test_cross_query_family_roles() -> None:
     assert loc[qa, 2] == glob[qa, 2] == res.COMMON and loc[qa, 3] == 0  # c_A common in A, absent from B
 
 
-def test_fate_measures_read_the_local_rule_and_the_seed_interval() -> None:
+def test_fate_measures_read_the_local_rule_per_run_with_an_interval() -> None:
     classes = res.cross_query_family()
     glob, loc = (x.numpy() for x in res.token_roles(classes))
     local = np.where(loc == res.DISTINCT, 1.0, np.where(loc == res.COMMON, -1.0, 0.0))[None]  # every entry local
     m = fates9.fate_measures(local, glob, loc)
-    assert (m.disc_local, m.local_all, m.discriminating_entries) == (1.0, 1.0, 4)
+    assert (m.disc_local, m.local_all, m.discriminating_entries, m.runs) == (1.0, 1.0, 4, 1)
+    assert np.isnan(m.disc_local_lo)  # one run: no interval
     assert fates9.fate_measures(-local, glob, loc).disc_local == 0.0
-    noisy = np.stack([local[0], -0.5 * local[0]])  # mean on the local side, but not by 1.96 standard errors
-    assert fates9.fate_measures(noisy, glob, loc, sampled=True).disc_local == 0.0
-    assert fates9.fate_measures(np.stack([local[0], local[0] * 1.1]), glob, loc, sampled=True).disc_local == 1.0
+    mixed = np.stack([local[0], -local[0], local[0]])  # one run of three against the rule
+    m = fates9.fate_measures(mixed, glob, loc)
+    assert m.disc_local == pytest.approx(2 / 3) and m.disc_local_lo < 0
+    m = fates9.fate_measures(np.stack([local[0], local[0] * 1.1]), glob, loc)
+    assert m.disc_local == m.disc_local_lo == 1.0
 
 
 def test_flow_starts_local_and_its_same_query_part_stays_local(tmp_path: Path) -> None:
@@ -79,7 +84,8 @@ def test_flow_starts_local_and_its_same_query_part_stays_local(tmp_path: Path) -
 def test_fates(tmp_path: Path) -> None:
     made = experiments.make(fates9.FATES, profile="smoke", out=tmp_path)
     r, c = made.result, made.config
-    assert r.population.shape == (2, len(c.etas), r.global_roles.shape[0], r.global_roles.shape[0])
+    assert r.population.shape == (2, len(c.etas) * len(c.seeds), r.global_roles.shape[0], r.global_roles.shape[0])
+    assert np.abs(r.population[1, 0] - r.population[1, 1]).max() > 0  # runs in the limit differ by Z(0)
     assert r.sampled.shape[:2] == (2, len(c.seeds))
     verdicts = fates9.FATES.verdicts(r)
     assert _claims(verdicts) == [("C33b", "training-population"), ("C33b", "training-sampled")]
@@ -107,20 +113,69 @@ def test_positions(tmp_path: Path) -> None:
     assert verdicts[1].level != "not reproduced"  # below the full protocol a miss is inconclusive, never a negative
 
 
-def test_heads(tmp_path: Path) -> None:
+def test_heads_in_the_limit_keep_the_order_of_the_draw(tmp_path: Path) -> None:
     made = experiments.make(heads9.HEADS, profile="smoke", out=tmp_path)
     r, c = made.result, made.config
-    assert r.jaccard.shape == r.jaccard0.shape == (2, len(c.scales), len(c.seeds))
+    assert c.limit == "population" and heads9.HEADS.verdicts(r) == []  # context, not judged
+    assert r.jaccard.shape == r.jaccard0.shape == r.order_kept.shape == (2, len(c.scales), len(c.seeds))
     assert np.allclose(r.jaccard[1], 1.0) and np.allclose(r.jaccard0[1], 1.0), "tied heads pick the same tokens"
+    # the flow keeps the order of P e^{z(0)}: the step-0 top token (C22's prediction) gains the most, every time
+    assert (r.order_kept == 1.0).all() and (r.gains_most == 1.0).all() and (r.agreement == 1.0).all()
+    with pytest.raises(ValueError, match="^config"):
+        heads9.head_verdicts(r)
+
+
+def test_heads_sampled(tmp_path: Path) -> None:
+    made = experiments.make(heads9.HEADS_SAMPLED, profile="smoke", out=tmp_path)
+    r, c = made.result, made.config
+    assert c.limit == "sampled" and len(heads9.SampledHeadsConfig.preset("book").seeds) >= 10
+    assert r.jaccard.shape == r.jaccard0.shape == (2, len(c.scales), len(c.seeds))
+    assert np.allclose(r.jaccard[1], 1.0), "tied heads pick the same tokens"
     assert (r.coverage >= 1).all() and ((r.agreement >= 0) & (r.agreement <= 1)).all()
+    assert (r.agreement0 == 1.0).all()  # on top at step 0 by construction
     assert (r.differ <= c.heads * 2 * c.num_query).all() and (r.gains_most_differ <= r.differ).all()
-    verdicts = heads9.HEADS.verdicts(r)
-    assert _claims(verdicts) == [("X4", "training-population"), ("X5", "training-population"),
-                                 ("X6", "training-population")]
+    verdicts = heads9.HEADS_SAMPLED.verdicts(r)
+    assert _claims(verdicts) == [("X4", "training-sampled"), ("X5", "training-sampled"), ("X6", "training-sampled")]
     x4, x5, x6 = verdicts
-    assert x4.control["spread_gain"] == 0 and x6.control["ratio_gain"] == 0  # step 0 against itself
-    assert x5.control["agreement"] == 1.0 and x5.control["gains_most"] == 0.0  # on top at step 0, nothing gained
+    assert x4.control["spread_gain_lo"] == 0 and x6.control["ratio_gain_lo"] == 0  # step 0 against itself
+    assert x5.control["agreement_lo"] == 1.0 and x5.control["gains_most"] == 0.0  # on top at step 0, nothing gained
     assert x5.control_level == "not reproduced"
+    m = heads9.head_measures(r)[0]
+    assert m.seeds == len(c.seeds) and m.spread_gain_lo <= m.spread_gain
+
+
+@pytest.mark.parametrize("limit", ["population", "sampled"])
+@pytest.mark.parametrize("residual", [False, True])
+def test_train_by_query_is_the_trainer_with_its_decoder_split(limit: str, residual: bool) -> None:
+    c = dec9.DecouplingConfig(steps=6, seeds=(3, 5), batch=8, T=12)
+    classes, options = data.syn_medium(3), ModelOptions(residual=residual, z_std=c.z_std)
+    tr = dec9.train_by_query(classes, options, c, limit)
+    h = train.train(classes, c.eta_Y, c.eta_Z, steps=c.steps, momentum=c.momentum, limit=limit, batch=c.batch,
+                    T=c.T, seed=list(c.seeds), options=options, snapshot_steps=[0])
+    assert torch.equal(tr.Y, h.Y) and torch.equal(tr.Z, h.Z)  # the same trajectory, bit for bit
+    assert torch.allclose(tr.parts.sum(1), tr.Y, atol=1e-13) and torch.allclose(tr.parts1.sum(1), tr.Y1, atol=1e-13)
+    same, cross = dec9.velocity_by_query(classes, tr.Y, tr.Z, tr.parts, residual)
+    C = len(c.seeds)
+    model = OptionsModel.from_params(tr.Y, tr.Z, options)
+    gZ = model.loss_and_gradients(classes.query.expand(C, -1), classes.probs.expand(C, -1, -1),
+                                  classes.next.expand(C, -1))[2]
+    assert torch.allclose(same + cross, -gZ[:, torch.unique(classes.query)], atol=1e-15, rtol=1e-10)
+    shares = dec9.cross_shares(classes, tr.Y, tr.Z, tr.parts, residual)
+    assert shares.shape == (C, 3) and ((shares >= 0) & (shares <= 1)).all()
+
+
+def test_decoupling(tmp_path: Path) -> None:
+    made = experiments.make(dec9.DECOUPLING, profile="smoke", out=tmp_path)
+    r, c = made.result, made.config
+    assert r.share.shape == r.share_first.shape == (2, 2, len(c.seeds), c.num_query)
+    m, plain = dec9.trained_decoupling(r, "population"), dec9.trained_decoupling(r, "population", residual=False)
+    assert m.cross_share < plain.cross_share and plain.reduction_hi == pytest.approx(1.0)
+    assert m.runs == len(c.seeds) and m.entries == len(c.seeds) * c.num_query and 0 < m.lambda_min < 1
+    verdicts = dec9.DECOUPLING.verdicts(r)
+    assert _claims(verdicts) == [("C33a", "training-population"), ("C33a", "training-sampled")]
+    for v in verdicts:  # judged against the arm without the residual
+        assert v.control and v.premise and v.control_level == "not reproduced"
+    assert (tmp_path / "figures" / "fig-ch9-decoupling.csv").exists()
 
 
 @pytest.mark.parametrize(
@@ -128,7 +183,9 @@ def test_heads(tmp_path: Path) -> None:
     [(ch9.GradientConfig, dict(instances=0), "instances"), (ch9.OverlapConfig, dict(num_queries=(1,)), "num_queries"),
      (fates9.FatesConfig, dict(seeds=()), "seeds"), (fates9.FatesConfig, dict(momentum=1.0), "momentum"),
      (pos9.PositionsConfig, dict(near=1.0), "near"), (pos9.PositionsConfig, dict(margins=()), "margins"),
-     (heads9.HeadsConfig, dict(scales=(1.0, 0.1, 0.3)), "scales"), (heads9.HeadsConfig, dict(heads=1), "heads")],
+     (heads9.HeadsConfig, dict(scales=(1.0, 0.1, 0.3)), "scales"), (heads9.HeadsConfig, dict(heads=1), "heads"),
+     (heads9.SampledHeadsConfig, dict(limit="finite"), "limit"), (dec9.DecouplingConfig, dict(z_std=0.0), "z_std"),
+     (dec9.DecouplingConfig, dict(num_query=1), "num_query"), (fates9.FatesConfig, dict(z_std=0.0), "z_std")],
 )
 def test_configs_reject(cls, kwargs: dict, param: str) -> None:
     with pytest.raises(ValueError, match=rf"^{param}\b"):

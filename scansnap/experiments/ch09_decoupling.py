@@ -119,7 +119,8 @@ def train_by_query(classes: data.SequenceClasses, options: ModelOptions, c: Deco
     buf, first = None, None
     for t in range(c.steps):
         if limit == "population":
-            query, weights, target = classes.query.expand(C, -1), classes.probs.expand(C, -1, -1), classes.next.expand(C, -1)
+            query, weights, target = (classes.query.expand(C, -1), classes.probs.expand(C, -1, -1),
+                                      classes.next.expand(C, -1))
         else:
             drawn = [classes.sample(c.batch, c.T, g) for g in gens]
             x, n = torch.stack([d[0] for d in drawn]), torch.stack([d[1] for d in drawn])

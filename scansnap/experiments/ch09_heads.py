@@ -106,7 +106,9 @@ class HeadsResult:
     ``gains_most``: share of (head, class) whose prediction gains the most (largest ``log f_l(end) / f_l(0)`` among
     the class's distinct tokens, strictly); ``gains_most_differ``, ``differ``: the same summed (not averaged) over the
     (head, class) pairs where the prediction is not the most frequent distinct token, and their count;
-    ``final_loss``; ``agreement0``: ``agreement`` at step 0."""
+    ``final_loss``; ``agreement0``: ``agreement`` at step 0; ``order_kept``: share of (head, class) whose distinct
+    tokens end in the order of their attention at step 0 (all of them in the long-sequence limit, where the flow
+    keeps the order of ``P(l|n) exp(z(0))``)."""
 
     config: HeadsConfig
     jaccard: np.ndarray
@@ -119,6 +121,7 @@ class HeadsResult:
     jaccard0: np.ndarray
     coverage0: np.ndarray
     agreement0: np.ndarray
+    order_kept: np.ndarray
 
 
 def _gains(f0: torch.Tensor, f1: torch.Tensor, predicted: np.ndarray, classes: data.SequenceClasses
@@ -140,12 +143,20 @@ def _gains(f0: torch.Tensor, f1: torch.Tensor, predicted: np.ndarray, classes: d
     return float(np.mean(wins)), float(wins_differ), float(differ)
 
 
+def _order_kept(f0: torch.Tensor, f1: torch.Tensor, classes: data.SequenceClasses) -> float:
+    """Share of (head, class) whose distinct tokens are in the same order of attention in ``f1`` as in ``f0``
+    ``(H, K, M)`` each."""
+    kept = [bool((np.argsort(f0[h, n, d].numpy()) == np.argsort(f1[h, n, d].numpy())).all())
+            for n in range(classes.K) for d in [classes.distinct(n).numpy()] for h in range(f0.shape[0])]
+    return float(np.mean(kept))
+
+
 @one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
 def run_heads(config: HeadsConfig, progress: Progress | None = None) -> HeadsResult:
     """One stacked training (all seeds) per variant and scale; picks at step 0 and at the end."""
     c = config
     classes = data.syn_medium(c.num_query)
-    out = np.zeros((10, 2, len(c.scales), len(c.seeds)))
+    out = np.zeros((11, 2, len(c.scales), len(c.seeds)))
     for v, tied in enumerate((False, True)):
         for i, scale in enumerate(c.scales):
             options = ModelOptions(heads=c.heads, z_std=scale, tied=tied)
@@ -157,7 +168,8 @@ def run_heads(config: HeadsConfig, progress: Progress | None = None) -> HeadsRes
                 picks, start = heads.head_picks(f1, Z0, classes, c.mass), heads.head_picks(f0, Z0, classes, c.mass)
                 out[:, v, i, j] = (picks.jaccard, picks.coverage, (picks.winners == picks.predicted).mean(),
                                    *_gains(f0, f1, picks.predicted, classes), float(h.loss[j, -1]), start.jaccard,
-                                   start.coverage, (start.winners == start.predicted).mean())
+                                   start.coverage, (start.winners == start.predicted).mean(),
+                                   _order_kept(f0, f1, classes))
             if progress is not None:
                 progress(1)
     return HeadsResult(c, *out)
