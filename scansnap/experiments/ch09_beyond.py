@@ -6,7 +6,8 @@
 * :data:`OVERLAPS` (``fig-ch9-overlaps``): Theorem 1's overlaps ``E`` and Eqn 10's attention velocity with and
   without the residual on Syn-Medium (:mod:`scansnap.theory.residual`); **derivation** evidence for C33a (classes
   of different queries decouple). The cross-query share is read at Theorem 1's decoder at small ``h``, whose
-  ``I + E`` is ill-conditioned at ``Z = 0`` (its smallest eigenvalue is kept as context).
+  ``I + E`` is ill-conditioned at ``Z = 0`` (its smallest eigenvalue is kept as context); the same share at the
+  decoders training reaches, training evidence on C33a, is ``ch09_decoupling``'s.
 
 The residual's fates (C33b: its flow and its training runs, ``ch09_fates``), the positional bias
 (``ch09_positions``) and the heads (``ch09_heads``) have their own modules.
