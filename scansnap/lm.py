@@ -25,8 +25,8 @@ from torch.nn import functional as F  # noqa: N812
 
 from scansnap._checks import check_fraction, check_int, check_positive, check_tensor
 
-__all__ = ["EncoderLayer", "SelfAttention", "TransformerLM", "reference", "sgd_step", "sinusoidal", "z_error",
-           "z_matrix"]
+__all__ = ["FEED_FORWARD", "EncoderLayer", "SelfAttention", "TransformerLM", "reference", "sgd_step", "sinusoidal",
+           "z_error", "z_matrix"]
 
 
 def sinusoidal(length: int, d: int) -> torch.Tensor:
@@ -177,10 +177,16 @@ def reference(model: TransformerLM) -> nn.Module:
     return ref
 
 
-def sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float, clip: float = 0.5) -> float:
+FEED_FORWARD = ("linear1.", "linear2.")
+"""Names of the feed-forward parameters that the authors' Figure 7 notebook trains at its own rate."""
+
+
+def sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float, clip: float = 0.5,
+             ff_lr: float | None = None) -> float:
     """One step of the authors' training for Figures 7 and 10: cross-entropy of next tokens, backward, clip the
-    gradient norm at ``clip``, SGD without momentum at learning rate ``lr``. ``x``, ``y`` ``(B, T)``. Returns the
-    loss."""
+    gradient norm at ``clip``, SGD without momentum at learning rate ``lr`` (and ``ff_lr`` on the feed-forward
+    ``linear1``/``linear2`` of every layer, the two parameter groups of the authors' Figure 7 notebook; ``None``:
+    ``lr`` everywhere). ``x``, ``y`` ``(B, T)``. Returns the loss."""
     check_positive("lr", lr)
     logits, _ = model(x)
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
@@ -189,8 +195,22 @@ def sgd_step(model: nn.Module, x: torch.Tensor, y: torch.Tensor, lr: float, clip
     params = [p for p in model.parameters() if p.grad is not None]
     nn.utils.clip_grad_norm_(params, clip)
     with torch.no_grad():
-        torch._foreach_add_(params, [p.grad for p in params], alpha=-lr)
+        if ff_lr is None or ff_lr == lr:
+            torch._foreach_add_(params, [p.grad for p in params], alpha=-lr)
+        else:
+            check_positive("ff_lr", ff_lr)
+            for group, rate in zip(_groups(model), (lr, ff_lr), strict=True):
+                torch._foreach_add_(group, [p.grad for p in group], alpha=-rate)
     return loss.item()
+
+
+def _groups(model: nn.Module) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """(the other parameters, the feed-forward ones) of ``model`` that have a gradient."""
+    rest, ff = [], []
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            (ff if any(f in name for f in FEED_FORWARD) else rest).append(p)
+    return rest, ff
 
 
 def z_matrix(model: TransformerLM) -> torch.Tensor:

@@ -17,6 +17,8 @@ the digests below, and only those verified bytes are decoded.
 * :func:`download`: fetches files with `pooch` (retries, a temporary file, a move), verifies them with
   the same check, and moves them into the folder only when they pass; nothing partial or unverified is
   ever left there.
+* :func:`articles` cuts a split into whole articles (a line `` = Title = `` starts one) and :func:`article_split`
+  holds out every ``every``-th of them: Chapter 8's held-out text when ``train.txt`` is missing.
 * :func:`tokens` splits the classic way (whitespace, ``<eos>`` at every line end, blank lines
   included); :class:`Vocabulary` numbers the words in order of first appearance; :func:`batchify` and
   :func:`chunks` make the ``batch x bptt`` training chunks of the PyTorch word-level examples.
@@ -48,6 +50,8 @@ __all__ = [
     "chunks",
     "data_dir",
     "download",
+    "article_split",
+    "articles",
     "git_blob_id",
     "has_split",
     "tokens",
@@ -147,7 +151,51 @@ def tokens(split: str, root: str | os.PathLike | None = None) -> list[str]:
     lines = verified_text(split, root).split("\n")
     if lines and lines[-1] == "":
         lines.pop()  # the newline that ends the last line starts no new line
+    return _words(lines)
+
+
+def _words(lines: Iterable[str]) -> list[str]:
     return [word for line in lines for word in (*line.split(), EOS)]
+
+
+def _is_title(line: str) -> bool:
+    """A WikiText article title: `` = Title = `` (one ``=`` on each side; sections have ``= =`` or more)."""
+    s = line.strip()
+    return s.startswith("= ") and s.endswith(" =") and not s.startswith("= =") and not s.endswith("= =")
+
+
+def articles(text: str) -> list[list[str]]:
+    """The words of each article of a WikiText text, in order (:func:`tokens`' tokenization, article by article).
+
+    An article starts at a title line `` = Title = `` and runs to the line before the next title; lines before
+    the first title (a blank line in the release) belong to the first article. Concatenated, the articles give
+    :func:`tokens` of the text.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    starts = [i for i, line in enumerate(lines) if _is_title(line)]
+    bounds = [0, *starts[1:], len(lines)] if starts else [0, len(lines)]
+    return [_words(lines[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def article_split(texts: Sequence[str], every: int = 10) -> tuple[list[str], list[str], int, int]:
+    """Hold out every ``every``-th article of ``texts`` (their articles numbered across the texts in order,
+    articles ``every - 1, 2 every - 1, ...``): the training and held-out text of Chapter 8's ``paper`` profile
+    when ``train.txt`` is missing. Deterministic; articles are kept whole and the two parts are disjoint.
+
+    Returns:
+        (training words, held-out words, number of training articles, number of held-out articles).
+    """
+    check_int("every", every, low=2)
+    train: list[str] = []
+    held: list[str] = []
+    n = [0, 0]
+    for i, words in enumerate(a for text in texts for a in articles(text)):
+        out = i % every == every - 1
+        (held if out else train).extend(words)
+        n[out] += 1
+    return train, held, n[0], n[1]
 
 
 @dataclass(frozen=True)

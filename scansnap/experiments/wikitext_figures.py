@@ -1,8 +1,9 @@
 """Figure 7 of the paper and the token study of Chapter 8: the token study's data (:class:`TokenStudy`), and pure
 plots and tables of the runs' trajectories (:class:`scansnap.lm_train.Trajectory`) and of the token study.
 
-The experiment :data:`scansnap.experiments.ch08_wikitext.FREEZE` makes both figures from its result; this module
-reads only the pieces of it (trajectories, shown steps, the token study), so that it imports no experiment module.
+The experiments :data:`scansnap.experiments.ch08_wikitext.FREEZE` (and ``FREEZE_DEEP``) and
+:data:`scansnap.experiments.ch08_nope.FREEZE_NOPE` make these figures from their results; this module reads only the
+pieces of them (trajectories, shown steps, the token study), so that it imports no experiment module.
 Figure 10's plot lives with its experiment, :mod:`scansnap.experiments.ch08_rates`.
 """
 
@@ -16,12 +17,12 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scansnap import figures, stats
+from scansnap.experiments.wikitext_freeze import drift_ratio
 from scansnap.lm_train import Trajectory
 
-__all__ = ["TokenStudy", "freeze_table", "plot_freeze", "plot_tokens", "token_correlations", "tokens_table"]
+__all__ = ["TokenStudy", "drift_ratios", "freeze_table", "plot_freeze", "plot_tokens", "token_correlations",
+           "tokens_table"]
 
-LABELS = ("1 layer", "multi-layer (layer 1)", "1 layer, no pos. enc.")
-_KEYS = ("one", "multi", "nope")
 STAGES = ("init, pos. enc.", "trained, pos. enc.", "trained, no pos. enc.")
 
 
@@ -59,50 +60,68 @@ class TokenStudy:
     unk_received: np.ndarray
 
 
-def freeze_table(runs: Sequence[Trajectory]) -> dict[str, np.ndarray]:
-    """The data of ``fig-paper-7`` (Figure 7): one row per checkpoint: held-out entropy and loss, freeze rate since
-    the previous checkpoint and mean training loss over the steps since then (nan at step 0), for each of the
-    three runs (1 layer, multi-layer, 1 layer without positional encoding)."""
-    steps = runs[0].steps
-    out: dict[str, np.ndarray] = {"step": steps}
-    for key, tr in zip(_KEYS, runs, strict=True):
-        out[f"entropy_{key}"] = tr.entropy
-        out[f"heldout_loss_{key}"] = tr.heldout_loss
-        out[f"freeze_rate_{key}"] = np.concatenate([[np.nan], tr.freeze])
-        out[f"train_loss_{key}"] = np.array([np.nan] + [tr.train_loss[a:b].mean() for a, b in zip(steps, steps[1:],
-                                                                                                     strict=False)])
-    return out
+def drift_ratios(tr: Trajectory) -> np.ndarray:
+    """``(C,)`` :func:`~scansnap.experiments.wikitext_freeze.drift_ratio` at every checkpoint (nan before ``W``)."""
+    return np.array([drift_ratio(tr, i) for i in range(len(tr.steps))])
+
+
+def freeze_table(runs: Sequence[Trajectory], seeds: Sequence[int]) -> dict[str, np.ndarray]:
+    """The data of ``fig-paper-7`` (Figure 7): one row per seed and checkpoint: held-out entropy and loss, the drift
+    ratio (drift over the window / random-walk floor of the jitter; nan before the first window), attention on the
+    diagonal and on ``<unk>``, the freeze rate since the previous checkpoint and the mean training loss over the
+    steps since then (nan at step 0)."""
+    cols: dict[str, list] = {k: [] for k in ("seed", "step", "entropy", "heldout_loss", "drift_ratio", "diagonal",
+                                             "unk", "freeze_rate", "train_loss")}
+    for seed, tr in zip(seeds, runs, strict=True):
+        steps = tr.steps
+        cols["seed"].append(np.full(len(steps), seed))
+        cols["step"].append(steps)
+        cols["entropy"].append(tr.entropy)
+        cols["heldout_loss"].append(tr.heldout_loss)
+        cols["drift_ratio"].append(drift_ratios(tr))
+        cols["diagonal"].append(tr.diagonal)
+        cols["unk"].append(tr.unk)
+        cols["freeze_rate"].append(np.concatenate([[np.nan], tr.freeze]))
+        cols["train_loss"].append(np.array([np.nan] + [tr.train_loss[a:b].mean()
+                                                       for a, b in zip(steps, steps[1:], strict=False)]))
+    return {k: np.concatenate(v) for k, v in cols.items()}
 
 
 def plot_freeze(runs: Sequence[Trajectory], shown: Sequence[int]) -> Figure:
-    """``fig-paper-7`` (Figure 7): maps of the probe window at the ``shown`` checkpoint steps (one row per run),
-    then entropy, freeze rate and loss."""
+    """``fig-paper-7`` (Figure 7): maps of the held-out and of the training window at the ``shown`` checkpoint steps
+    (first seed), then, for every seed, held-out entropy, drift ratio, held-out loss and the attention on the
+    diagonal and on ``<unk>``."""
     figures.set_style()
     shown = list(shown)
-    fig = plt.figure(figsize=(2.6 * max(len(shown), 3), 2.5 * 3 + 3.0))
-    grid = fig.add_gridspec(4, 1, height_ratios=[1, 1, 1, 1.15], hspace=0.45)
-    for row, (tr, label) in enumerate(zip(runs, LABELS, strict=True)):
+    fig = plt.figure(figsize=(2.6 * max(len(shown), 4), 2.5 * 2 + 3.0))
+    grid = fig.add_gridspec(3, 1, height_ratios=[1, 1, 1.15], hspace=0.45)
+    first = runs[0]
+    for row, (maps, label) in enumerate(((first.probe_maps, "held-out window"), (first.train_maps, "training window"))):
         sub = grid[row].subgridspec(1, len(shown), wspace=0.08)
         for col, step in enumerate(shown):
             ax = fig.add_subplot(sub[col])
-            ax.imshow(tr.probe_maps[int(np.flatnonzero(tr.steps == step)[0])], cmap="magma", vmin=0, vmax=1)
+            ax.imshow(maps[int(np.flatnonzero(first.steps == step)[0])], cmap="magma", vmin=0, vmax=1)
             ax.set(xticks=[], yticks=[])
             ax.grid(False)
             if row == 0:
                 ax.set_title(f"step {step}")
             if col == 0:
                 ax.set_ylabel(label, fontsize="small")
-    bottom = grid[3].subgridspec(1, 3, wspace=0.45)
-    d = freeze_table(runs)
-    axes = [fig.add_subplot(bottom[i]) for i in range(3)]
-    for key, label in zip(_KEYS, LABELS, strict=True):
-        axes[0].plot(d["step"], d[f"entropy_{key}"], marker=".", label=label)
-        axes[1].plot(d["step"][1:], d[f"freeze_rate_{key}"][1:], marker=".", label=label)
-        line, = axes[2].plot(d["step"], d[f"heldout_loss_{key}"], marker=".", label=f"{label}, held-out")
-        axes[2].plot(d["step"][1:], d[f"train_loss_{key}"][1:], ls=":", color=line.get_color())
+    bottom = grid[2].subgridspec(1, 4, wspace=0.5)
+    axes = [fig.add_subplot(bottom[i]) for i in range(4)]
+    for k, tr in enumerate(runs):
+        color = f"C{k}"
+        axes[0].plot(tr.steps, tr.entropy, marker=".", color=color, label=f"seed {k + 1}")
+        axes[1].plot(tr.steps, drift_ratios(tr), marker=".", color=color)
+        axes[2].plot(tr.steps, tr.heldout_loss, marker=".", color=color)
+        axes[3].plot(tr.steps, tr.diagonal, color=color)
+        axes[3].plot(tr.steps, tr.unk, ls=":", color=color)
+    axes[1].axhline(1.0, color="grey", lw=0.8, ls="--")
     axes[0].set(xlabel="SGD step", ylabel="nats", title="held-out attention entropy")
-    axes[1].set(xlabel="SGD step", ylabel="relative change / step", yscale="log", title="freeze rate")
-    axes[2].set(xlabel="SGD step", ylabel="cross-entropy", title="loss (dotted: training)")
+    axes[1].set(xlabel="SGD step", ylabel="drift / random-walk floor", yscale="log",
+                title=f"drift over {first.window} steps")
+    axes[2].set(xlabel="SGD step", ylabel="cross-entropy", title="held-out loss")
+    axes[3].set(xlabel="SGD step", ylabel="attention", title="on diagonal (solid), <unk> (dotted)")
     axes[0].legend(fontsize="x-small")
     return fig
 
