@@ -3,6 +3,7 @@ with their controls and the paper's protocol as the minimum for a negative verdi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -12,10 +13,12 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from conftest import names  # noqa: E402
 
-from scansnap import claims, experiments, wikitext  # noqa: E402
+from scansnap import claims, experiments, lm_train, wikitext  # noqa: E402
+from scansnap.experiments import ch08_nope as ch8n  # noqa: E402
 from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import ch08_wikitext as ch8  # noqa: E402
 from scansnap.experiments import wikitext_figures as figs  # noqa: E402
+from scansnap.experiments import wikitext_freeze as wf  # noqa: E402
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wikitext-2"
 pytestmark = pytest.mark.skipif(not (DATA / "valid.txt").is_file() or not (DATA / "test.txt").is_file(),
@@ -32,19 +35,38 @@ def freeze(tmp_path_factory):
     return experiments.make(ch8.FREEZE, profile="smoke", out=tmp_path_factory.mktemp("ch8"))
 
 
-def test_freeze_result_shapes_and_z_check(freeze) -> None:
+@pytest.fixture(scope="module")
+def deep(tmp_path_factory):
+    return experiments.make(ch8.FREEZE_DEEP, profile="smoke", out=tmp_path_factory.mktemp("ch8d"))
+
+
+@pytest.fixture(scope="module")
+def nope(tmp_path_factory):
+    return experiments.make(ch8n.FREEZE_NOPE, profile="smoke", out=tmp_path_factory.mktemp("ch8n"))
+
+
+def test_freeze_result_shapes(freeze, deep) -> None:
     r, c = freeze.result, freeze.config
-    assert c.train_split == "valid" and "300 words" in r.note
+    assert c.train_split == "valid" and "300 words" in r.note and len(r.runs) == len(c.seeds) == 2
+    assert (c.dropout, c.lr, c.ff_lr) == (0.3, 5.0, 10.0) and deep.config.layers == 3 and len(deep.result.runs) == 1
     for tr in r.runs:
         assert tr.steps.tolist() == list(range(0, c.steps + 1, c.every)) and tr.freeze.shape == (len(tr.steps) - 1,)
-        assert tr.probe_maps.shape == (len(tr.steps), c.bptt, c.bptt) and np.isfinite(tr.entropy).all()
-    assert r.z_error < 1e-10 and len(r.probe_words) == c.bptt
+        assert tr.probe_maps.shape == tr.train_maps.shape == (len(tr.steps), c.bptt, c.bptt)
+        assert np.isfinite(tr.entropy).all() and tr.jitter_steps.tolist() == tr.steps[:-1].tolist()
+        assert np.isnan(tr.drift[tr.steps < c.window]).all() and np.isfinite(tr.drift[tr.steps >= c.window]).all()
+        assert ((tr.diagonal > 0) & (tr.diagonal < 1)).all() and ((tr.unk > 0) & (tr.unk < 1)).all()
+    assert len(r.probe_words) == len(r.train_words) == c.bptt and 0.05 < r.unk_uniform < 1
+    table = figs.freeze_table(r.runs, c.seeds)
+    assert len({len(v) for v in table.values()}) == 1 and len(table["step"]) == 2 * len(r.runs[0].steps)
+
+
+def test_nope_z_check_and_token_study(nope) -> None:
+    r = nope.result
+    assert r.z_error < 1e-10 and not r.config.seeds[1:] and len(r.runs) == 2
     t = r.tokens
     assert t.received.shape == (3, len(t.ids)) and "<unk>" not in t.words
     # <unk> is kept out of the correlations but reported: under the 300-word cap it is a large share of the text
     assert 0.05 < t.unk_frequency < 1 and t.unk_received.shape == (3,) and np.isfinite(t.unk_received).all()
-    table = figs.freeze_table(r.runs)
-    assert len({len(v) for v in table.values()}) == 1
     assert set(figs.token_correlations(t)) >= {"rho_entropy_init", "rho_entropy_pe", "rho_entropy_nope"}
 
 
@@ -54,17 +76,18 @@ def test_freeze_is_deterministic_and_saved(freeze, tmp_path: Path) -> None:
         np.testing.assert_array_equal(a.heldout_loss, b.heldout_loss)
         np.testing.assert_array_equal(a.probe_maps, b.probe_maps)
     back = experiments.load_result(ch8.FREEZE, tmp_path)
-    assert back.config == freeze.config and back.tokens.words == freeze.result.tokens.words
+    assert back.config == freeze.config and back.train_words == freeze.result.train_words
 
 
 def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freeze, tmp_path: Path) -> None:
-    """The first steps of the same runs reproduce the stored checkpoints exactly (what `evidence verify` relies
-    on: nothing in a run depends on its total length), and a store with an altered map fails."""
+    """The first steps of the same runs (every seed) reproduce the stored checkpoints exactly (what `evidence verify`
+    relies on: nothing in a run depends on its total length), and a store with an altered map fails."""
     from scansnap import evidence
 
     evidence.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke", root=tmp_path)
     prefix = ch8.freeze_prefix(freeze.config, 5)
-    assert prefix.steps == 4 and prefix.shown == (0, 2, 4)
+    assert (prefix.steps, prefix.shown, prefix.window, prefix.seeds) == (4, (0, 2, 4), 4, freeze.config.seeds)
+    assert {k.split(".")[0] for k in ch8.freeze_checkpoints(freeze.result)} == {"seed1", "seed2"}
     assert evidence.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path, rtol=0, atol=0) == []
     folder = tmp_path / "evidence" / "ch8-freeze" / "smoke"
     with np.load(folder / "result.npz") as npz:
@@ -76,31 +99,48 @@ def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freez
         evidence.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path)
 
 
-def test_freeze_verdict_is_c40_against_the_models_held_at_step_0(freeze) -> None:
+def test_freeze_verdict_is_c40_from_both_experiments_against_the_models_held_at_step_0(freeze, deep) -> None:
     r = freeze.result
-    [v] = ch8.FREEZE.verdicts(r)
+    [v] = ch8.c40_verdicts(r, deep.result)
     assert (v.claim, v.evidence) == ("C40", "real-data") and "valid.txt" in v.protocol
     assert v.protocol == freeze.config.protocol() and v.link.endswith("08-wikitext.html#fig-paper-7")
-    # the null: no fall of the entropy, no movement whose decay could be measured -> the control fails
-    assert v.control_level == "not reproduced" and v.control["entropy_fall_1"] == v.control["loss_fall_1"] == 0
-    assert np.isnan(v.control["freeze_decay_1"]) and np.isnan(v.control["late_early_multi"])
-    assert v.numbers == ch8.RULE_C40.numbers(ch8.freeze_measures(*r.runs[:2]))
+    assert "ch8-freeze:" in v.details and "ch8-freeze-deep:" in v.details
+    # the null: no fall of the entropy or the loss, no jitter to set a floor -> the control fails
+    assert v.control_level == "not reproduced" and v.control["entropy_fall_1_low"] == v.control["loss_fall_1"] == 0
+    assert np.isnan(v.control["late_drift_1_high"]) and np.isnan(v.control["late_drift_multi"])
+    assert v.numbers == ch8.RULE_C40.numbers(wf.freeze_measures(r.runs, deep.result.runs[0]))
     # the smoke run is far below the paper's protocol: it can never read "not reproduced"
     assert any(cut.startswith("steps 6") for cut in v.reduced) and v.level != "not reproduced"
 
 
-def test_freeze_measures_follow_a_freezing_trajectory(freeze) -> None:
-    """A trajectory whose entropy falls then plateaus and whose maps slow down while the loss falls verifies; the
-    same model held at step 0 fails."""
-    tr = freeze.result.runs[0]
+def _shaped(tr, seed: int, freezes: bool):
+    """A trajectory whose entropy falls then plateaus, whose held-out loss keeps falling, and whose maps drift over
+    the last window as far as a random walk of their jitter (``freezes``) or steadily (10 x further)."""
     C = len(tr.steps)
-    shaped = ch8.held_at_start(tr).__class__(
-        steps=tr.steps, train_loss=np.linspace(5.0, 4.0, len(tr.train_loss)), heldout_loss=tr.heldout_loss,
-        entropy=1.0 + np.exp(-3.0 * np.arange(C)), freeze=np.geomspace(1e-2, 1e-5, C - 1), probe_maps=tr.probe_maps)
-    m = ch8.freeze_measures(shaped, shaped)
-    assert ch8.RULE_C40.level(m) == "verified"
-    held = ch8.freeze_measures(ch8.held_at_start(shaped), ch8.held_at_start(shaped))
-    assert ch8.RULE_C40.level(held) == "not reproduced"
+    W = tr.steps[-1] // 2
+    rng = np.random.default_rng(seed)
+    jitter = np.full(C - 1, 0.01) * (1 + 0.1 * rng.random(C - 1))
+    drift = np.where(tr.steps >= W, np.sqrt(W) * 0.0105 * (1 if freezes else 10), np.nan)
+    return replace(tr, heldout_loss=np.linspace(6.0, 5.0, C) + 0.01 * rng.random(C),
+                   entropy=1.0 + np.exp(-3.0 * np.arange(C)) + 0.01 * rng.random(C), jitter=jitter,
+                   jitter_steps=tr.steps[:-1], window=int(W), drift=drift)
+
+
+def test_freeze_measures_follow_a_freezing_trajectory(freeze) -> None:
+    """Three seeds that freeze against their jitter while the held-out loss falls verify; steady drift fails; the
+    same models held at step 0 fail; the drift ratio of a pure random walk is about 1."""
+    tr = replace(freeze.result.runs[0], steps=np.arange(0, 1501, 50))
+    runs = [_shaped(tr, s, True) for s in range(3)]
+    assert ch8.RULE_C40.level(wf.freeze_measures(runs, runs[0])) == "verified"
+    moving = [_shaped(tr, s, False) for s in range(3)]
+    assert ch8.RULE_C40.level(wf.freeze_measures(moving, moving[0])) == "not reproduced"
+    held = [wf.held_at_start(t) for t in runs]
+    assert ch8.RULE_C40.level(wf.freeze_measures(held, held[0])) == "not reproduced"
+    assert ch8.RULE_C40.level(wf.freeze_measures(runs[:1], runs[0])) != "verified"  # one seed: no interval
+    steps = np.random.default_rng(0).normal(size=(2000, 500, 8))  # 2000 random walks of 500 steps in 8 dimensions
+    jitter = np.sqrt((steps ** 2).sum(-1).mean())
+    drift = np.sqrt((steps.sum(1) ** 2).sum(-1).mean())
+    assert drift / (np.sqrt(500) * jitter) == pytest.approx(1.0, abs=0.03)
 
 
 def test_rates_result_and_verdicts(tmp_path: Path) -> None:
@@ -118,28 +158,38 @@ def test_rates_result_and_verdicts(tmp_path: Path) -> None:
     assert claims.get("X7").kind == "experiment" and set(ch8r.RATES.figures[0].claims) == {"C41", "X7"}
 
 
-def test_paper_profile_says_when_train_txt_is_missing() -> None:
+def test_paper_profile_trains_on_held_in_articles_when_train_txt_is_missing() -> None:
     c = ch8.FreezeConfig.preset("paper")
-    assert (c.train_split, c.eval_split, c.steps) == ("train", "valid", 1500)
+    assert (c.train_split, c.eval_split, c.steps, c.seeds) == ("train", "valid", 1500, (1, 2, 3))
     train, held, note = c.splits()
-    assert (train, held) == ("valid", "test") and "could NOT train" in note  # shared/ has no train.txt
-    assert c.shortfall() == ("trained on valid.txt: train.txt is missing (paper profile: train.txt)",)
+    assert (train, held) == (lm_train.ARTICLES, lm_train.HELDOUT) and "could NOT train" in note  # no train.txt here
+    assert "every 10th article" in c.protocol() and c.shortfall() == ()
+    data, note = c.replace(eval_sequences=20).corpus()
+    assert data.vocab.unk == "<unk>" and len(data.vocab) > 15_000 and "full vocabulary" in note
+    assert 0.05 < len(data.heldout_ids) / (len(data.heldout_ids) + len(data.train_ids)) < 0.12
+    with pytest.raises(ValueError, match=names("vocab_cap")):
+        c.replace(vocab_cap=100).corpus()
 
 
 def test_the_paper_protocol_gates_both_experiments() -> None:
     """The paper's protocol (full training split and vocabulary, the tutorial's model and batches, 1500 steps for
     Figure 7, about five epochs for Figure 10) is the paper preset; the book's run is reduced on steps, vocabulary
     and training split."""
-    for cls, steps, book_steps in ((ch8.FreezeConfig, 1500, 450), (ch8r.RatesConfig, 15_000, 120)):
+    for cls, steps, book_steps in ((ch8.FreezeConfig, 1500, 450), (ch8.DeepConfig, 1500, 450),
+                                   (ch8n.NopeConfig, 1500, 450), (ch8r.RatesConfig, 15_000, 120)):
         paper, book = cls.preset("paper"), cls.preset("book")
         assert (paper.vocab_cap, paper.max_train_tokens, paper.steps, paper.batch, paper.bptt) == (
             None, None, steps, 20, 35)
         assert (paper.d, paper.d_hid, paper.clip) == (200, 200, 0.5) and book.steps == book_steps
         assert {cut.split()[0] for cut in book.shortfall()} >= {"train_split", "vocab_cap", "steps"}
-    assert ch8.FreezeConfig.preset("paper").lr == 5.0 and ch8.FreezeConfig.preset("paper").shown[-1] == 1500
+    paper = ch8.FreezeConfig.preset("paper")
+    assert (paper.lr, paper.ff_lr, paper.dropout, paper.shown, paper.window) == (5.0, 10.0, 0.3, (0, 500, 1000, 1500),
+                                                                                 500)
+    assert ch8.DeepConfig.preset("paper").layers == 3 and ch8.DeepConfig.preset("paper").seeds == (1,)
 
 
 @pytest.mark.parametrize("field, value", [("every", 7), ("shown", (0, 5)), ("lr", 0.0), ("dropout", 1.0),
+                                          ("window", 3), ("seeds", ()), ("ff_lr", 0.0), ("layers", 0),
                                           ("train_split", "dev"), ("vocab_cap", 0), ("max_train_tokens", 0)])
 def test_bad_freeze_config_names_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=names(field)):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from conftest import names
@@ -80,6 +82,21 @@ def test_sgd_step_clips_and_is_deterministic() -> None:
 
     (l1, p1), (l2, p2) = run(), run()
     assert l1 == l2 and all(torch.equal(a, b) for a, b in zip(p1, p2, strict=True))
+
+
+def test_sgd_step_trains_the_feed_forward_at_its_own_rate() -> None:
+    """The authors' Figure 7 notebook: lr on every parameter, ff_lr on linear1/linear2 (clipping is shared)."""
+    torch.manual_seed(0)
+    model = lm.TransformerLM(12, d=8, d_hid=6, layers=2, dropout=0.0)
+    x, y = torch.randint(0, 12, (3, 5)), torch.randint(0, 12, (3, 5))
+    a, b = copy.deepcopy(model), copy.deepcopy(model)
+    lm.sgd_step(a, x, y, lr=1.0, clip=1e9)
+    lm.sgd_step(b, x, y, lr=1.0, clip=1e9, ff_lr=2.0)
+    start = dict(model.named_parameters())
+    for (name, pa), pb in zip(a.named_parameters(), b.parameters(), strict=True):
+        factor = 2.0 if name.split(".")[2:3] in (["linear1"], ["linear2"]) else 1.0
+        torch.testing.assert_close(pb - start[name], factor * (pa - start[name]), rtol=1e-5, atol=1e-7)
+    assert sum(".linear" in n for n, _ in model.named_parameters()) == 8
 
 
 def test_bad_arguments_name_the_parameter() -> None:

@@ -219,3 +219,30 @@ def test_download_of_the_real_file_verifies_with_the_real_digests(server: str, t
     wikitext.download(tmp_path, ["valid"], base_url=f"{server}/good/", retries=0)
     assert len(wikitext.tokens("valid", tmp_path)) == 217_646
     shutil.rmtree(tmp_path)
+
+
+def _wiki(n: int, start: int = 0) -> str:
+    """A synthetic WikiText-format text of ``n`` articles (titles `` = A<i> = ``, a section `` = = S = = ``)."""
+    return "".join(f" \n = A{i} = \n \n w{i} x . \n \n = = S{i} = = \n \n y{i} . \n" for i in range(start, start + n))
+
+
+def test_articles_are_whole_and_cover_the_text() -> None:
+    text = " \n" + _wiki(3)
+    arts = wikitext.articles(text)
+    assert len(arts) == 3 and all(a.count("=") == 6 for a in arts)  # one title and one section each
+    assert [w for a in arts for w in a] == [w for line in text.split("\n")[:-1] for w in (*line.split(), "<eos>")]
+    assert arts[1][:3] == ["=", "A1", "="] and "y1" in arts[1] and "w2" not in arts[1]
+
+
+def test_article_split_holds_out_every_tenth_whole_article_deterministically() -> None:
+    texts = [_wiki(25), _wiki(15, start=25)]
+    train, held, n_train, n_held = wikitext.article_split(texts)
+    assert (n_train, n_held) == (36, 4) and wikitext.article_split(texts) == (train, held, n_train, n_held)
+    held_titles = {held[i + 1] for i in range(len(held) - 2) if held[i] == "=" and held[i + 2] == "="
+                   and held[i + 1].startswith("A")}
+    assert held_titles == {"A9", "A19", "A29", "A39"}
+    assert not {w for w in train if w[1:].isdigit()} & {w for w in held if w[1:].isdigit()}  # disjoint articles
+    assert all(f"y{i[1:]}" in held for i in held_titles)  # whole: each held-out article keeps its section
+    assert len(held) / (len(train) + len(held)) == pytest.approx(0.1, abs=0.005)
+    with pytest.raises(ValueError, match=names("every")):
+        wikitext.article_split(texts, every=1)
