@@ -3,7 +3,14 @@
 Ours: :class:`scansnap.lm.TransformerLM` and :func:`scansnap.lm.sgd_step` (the chapter's code path: SDPA
 attention while training, maps only at checkpoints). Reference: :func:`scansnap.lm.reference`, the same
 embedding, positional encoding and decoder around ``torch.nn.TransformerEncoder`` layers holding the same
-weights; both train with the same SGD step (no momentum, clip 0.5) on the same batches (batch 20 x bptt 35).
+weights; both train with the same SGD step (no momentum, clip 0.5, lr 5 with 10 on ``linear1``/``linear2``: the
+authors' Figure 7 notebook) on the same batches (batch 20 x bptt 35), float32, dropout 0.3.
+
+The default vocabulary is that of the ``paper`` profile's Figure 7 data on this machine (the full vocabulary of its
+training text: ``train.txt`` when the WikiText-2 folder has it, else valid + test less every tenth article), read
+from ``$SCANSNAP_WIKITEXT``; without the data, pass ``--vocab``. The printout ends with the projected wall time of
+``ch8-freeze``'s paper run (its seeds x steps) at the measured rate: one process per seed on one thread each
+against the seeds one after another on two threads.
 
 Before timing, the two are checked to compute the same logits (float64, dropout off). Timing is done
 inside this process (torch's import is not counted), in alternating blocks of steps, so that a busy
@@ -26,6 +33,14 @@ import torch.nn.functional as F  # noqa: N812
 from scansnap import lm
 
 BATCH, BPTT = 20, 35
+LR, FF_LR, DROPOUT = 5.0, 10.0, 0.3
+
+
+def paper_vocab() -> int:
+    """The vocabulary of ``ch8-freeze``'s paper data (reads and verifies WikiText-2)."""
+    from scansnap.experiments import ch08_wikitext as ch8
+
+    return ch8.FreezeConfig.preset("paper").replace(eval_sequences=2).corpus()[0].vocab.__len__()
 
 
 def batches(vocab: int, n: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -36,9 +51,9 @@ def batches(vocab: int, n: int, seed: int = 0) -> list[tuple[torch.Tensor, torch
 
 def make(vocab: int, layers: int) -> tuple[lm.TransformerLM, torch.nn.Module]:
     torch.manual_seed(0)
-    ours = lm.TransformerLM(vocab, layers=layers, max_len=BPTT)
+    ours = lm.TransformerLM(vocab, layers=layers, dropout=DROPOUT, max_len=BPTT)
     torch.manual_seed(0)
-    ref = lm.reference(lm.TransformerLM(vocab, layers=layers, max_len=BPTT))
+    ref = lm.reference(lm.TransformerLM(vocab, layers=layers, dropout=DROPOUT, max_len=BPTT))
     return ours, ref
 
 
@@ -54,7 +69,7 @@ def time_block(model: torch.nn.Module, data: list, bf16: bool = False) -> float:
     start = time.perf_counter()
     for x, y in data:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            lm.sgd_step(model, x, y, lr=1.0)
+            lm.sgd_step(model, x, y, lr=LR, ff_lr=FF_LR)
     return time.perf_counter() - start
 
 
@@ -92,40 +107,64 @@ def bf16_check(vocab: int, steps: int) -> tuple[float, float]:
     b, _ = make(vocab, 1)
     t32 = time_block(a, data)
     t16 = time_block(b, data, bf16=True)
-    la = [lm.sgd_step(a, x, y, lr=1.0) for x, y in data]
+    torch.manual_seed(1)
+    la = [lm.sgd_step(a, x, y, lr=LR, ff_lr=FF_LR) for x, y in data]
+    torch.manual_seed(1)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        lb = [lm.sgd_step(b, x, y, lr=1.0) for x, y in data]
+        lb = [lm.sgd_step(b, x, y, lr=LR, ff_lr=FF_LR) for x, y in data]
     return t32 / t16, max(abs(p - q) / p for p, q in zip(la, lb, strict=True))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--vocab", type=int, default=2000, help="vocabulary (2000: the book profile's cap)")
-    parser.add_argument("--layers", type=int, nargs="+", default=[1, 3])
+    parser.add_argument("--vocab", type=int, default=0, help="vocabulary (0: that of ch8-freeze's paper data)")
+    parser.add_argument("--layers", type=int, nargs="+", default=[1])
+    parser.add_argument("--bf16", action="store_true", help="also time bf16 autocast")
     parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
     parser.add_argument("--blocks", type=int, default=3, help="alternating timed blocks per model")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run of this script)")
     args = parser.parse_args()
     if args.quick:
         args.vocab, args.layers, args.steps, args.blocks = 200, [1], 2, 1
+    args.vocab = args.vocab or paper_vocab()
     torch.set_num_threads(1)
     print(f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}; batch {BATCH} x bptt {BPTT}, "
           f"d 200, vocabulary {args.vocab}; timed inside the process, median of {args.blocks} blocks of "
           f"{args.steps} steps")
+    rate = {}
     for layers in args.layers:
         print(f"\n{layers} layer(s): max |logits ours - torch.nn.TransformerEncoder| (float64) "
               f"{check_same(args.vocab, layers):.1e}")
         for threads in (1, 2):
             torch.set_num_threads(threads)
             ours, ref = tokens_per_s(args.vocab, layers, args.steps, args.blocks)
+            rate[layers, threads] = ours
             print(f"  {threads} thread(s): ours {ours:8.0f} tokens/s, torch.nn.TransformerEncoder {ref:8.0f} "
                   f"tokens/s, ratio ours/torch {ours / ref:.2f}")
         torch.set_num_threads(1)
         share = decoder_share(args.vocab, layers, args.steps)
         print(f"  share of a step in the vocabulary decoder (1 thread): {share:.0%}")
+    if 1 in args.layers:
+        project(rate[1, 1], rate[1, 2])
+    if not args.bf16:
+        return
     speed, diff = bf16_check(args.vocab, args.steps)
     print(f"\nbf16 autocast, 1 layer, 1 thread: speed-up {speed:.2f}x; max relative loss difference from float32 "
           f"over {args.steps} steps {diff:.1e}. Kept: float32 and 1 thread unless both columns above say otherwise.")
+
+
+def project(one_thread: float, two_threads: float) -> None:
+    """Projected training time of ch8-freeze's paper run (checkpoints not counted; they add a few per cent)."""
+    from scansnap.experiments import ch08_wikitext as ch8
+
+    c = ch8.FreezeConfig.preset("paper")
+    tokens = c.steps * BATCH * BPTT
+    n = len(c.seeds)
+    parallel = -(-n // 2) * tokens / one_thread  # two processes at a time, one thread each
+    serial = n * tokens / two_threads
+    print(f"\nch8-freeze paper run ({n} seeds x {c.steps} steps, training only): one process per seed on 1 thread "
+          f"each, 2 at a time: {parallel / 60:.1f} min; the seeds one after another on 2 threads: {serial / 60:.1f} "
+          "min (if the two cores are free)")
 
 
 if __name__ == "__main__":
