@@ -93,18 +93,12 @@ def test_training_verdicts_on_scanning_and_snapping_are_inconclusive_when_the_at
     """C25-C31 and C34 on training read a scan; in a run whose ln chi_l0 stays below 1 they cannot tell the claim
     from its alternative, whatever their criteria give. C24 and C32 compare magnitudes and stay judged."""
     made = ch6t.TRAINED.verdicts(trained)
-    assert trained.population.log_chi.max() < reach.SCAN_LOG_CHI
+    assert trained.population.log_chi.max() < reach.theory.SCAN_LOG_CHI
     for v in made:
         if v.evidence.startswith("training"):
             gated = v.claim not in ("C24", "C32")
             assert v.reason.startswith("effect too small to judge: the trained attention never scans") == gated, v
             assert (v.level == "inconclusive") or not gated
-
-
-def test_scan_shortfall_is_empty_only_for_a_visible_scan() -> None:
-    assert reach.scan_shortfall(1.0, 0.3) == ""
-    assert "largest ln chi_l0 0.99" in reach.scan_shortfall(0.99, 0.5)
-    assert "entropy 0.29 nats" in reach.scan_shortfall(2.0, 0.29)
 
 
 def test_reach_search_rows_admissibility_and_the_theorys_own_flow(tmp_path: Path) -> None:

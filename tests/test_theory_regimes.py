@@ -91,3 +91,9 @@ def test_measure_growth_on_eqn14() -> None:
 def test_bad_input_names_the_parameter(call, param: str) -> None:
     with pytest.raises(ValueError, match=names(param)):
         call()
+
+
+def test_scan_shortfall_is_empty_only_for_a_visible_scan() -> None:
+    assert regimes.scan_shortfall(1.0, 0.3) == ""
+    assert "largest ln chi_l0 0.99" in regimes.scan_shortfall(0.99, 0.5)
+    assert "entropy 0.29 nats" in regimes.scan_shortfall(2.0, 0.29)

@@ -39,21 +39,6 @@ from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER
 from scansnap.results import Config
 
-SCAN_LOG_CHI = 1.0
-"""The growth ``ln chi_l0`` of the dominant distinct token that makes a scan visible (set before any run)."""
-SCAN_ENTROPY_FALL = 0.3
-"""The fall of the distinct-token entropy (nats) that makes a scan visible (set before any run)."""
-
-
-def scan_shortfall(log_chi: float, entropy_fall: float) -> str:
-    """Empty when a run scans visibly (``ln chi_l0 >= 1`` and an entropy fall ``>= 0.3`` nats, the largest over the
-    run), else the gap in words with its numbers: the ``too_small`` reason of a training verdict on Theorem 4's
-    scanning and snapping (:meth:`scansnap.verdicts.Rule.judge`)."""
-    if log_chi >= SCAN_LOG_CHI and entropy_fall >= SCAN_ENTROPY_FALL:
-        return ""
-    return (f"the trained attention never scans (largest ln chi_l0 {log_chi:.3g}, target {SCAN_LOG_CHI:g}; largest "
-            f"fall of the distinct-token entropy {entropy_fall:.3g} nats, target {SCAN_ENTROPY_FALL:g})")
-
 
 @dataclass(frozen=True)
 class ReachConfig(Config):
@@ -74,8 +59,8 @@ class ReachConfig(Config):
     steps: int = 20000
     points: int = 40
     S0_max: float = 0.3
-    log_chi_target: float = SCAN_LOG_CHI
-    entropy_fall_target: float = SCAN_ENTROPY_FALL
+    log_chi_target: float = theory.SCAN_LOG_CHI
+    entropy_fall_target: float = theory.SCAN_ENTROPY_FALL
     PRESETS = {"smoke": dict(Ks=(2,), num_distinct=(3,), S0s=(0.3, 0.9), eta_Y=(1.0,), ratios=(0.1, 1.0), steps=200,
                              points=10),
                "book": dict(Ks=(2, 4), num_distinct=(3, 10), S0s=(0.1, 0.3, 0.9), eta_Y=(1.0, 4.0),

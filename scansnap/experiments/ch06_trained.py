@@ -37,7 +37,6 @@ from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER
-from scansnap.experiments.ch06_scanning_reach import scan_shortfall
 from scansnap.experiments.phase_rules import (
     RULE_C24,
     RULE_C32_TRAINING,
@@ -309,9 +308,9 @@ def trained_verdicts(r: TrainedResult) -> list[Verdict]:
         kb = np.median(c.K * curves.B[-1] / -curves.z_common[-1])
         out.append(RULE_C24[ev].judge(next(mag), c, control=next(mag) if training else None, scope=c.scope(ev),
                                       link=link, details=f"K B_n / (-Delta z_c) at the horizon: median {kb:.3f}"))
-        gap = scan_shortfall(curves.log_chi.max(), (curves.entropy[0] - curves.entropy).max()) if training else ""
+        gap = theory.scan_shortfall(curves.log_chi.max(), (curves.entropy[0] - curves.entropy).max())
         out += judge(_JUDGED[ev], ev, measures, c, control=nulls, scope=c.scope(ev), link=link, details=details,
-                     too_small=gap)
+                     too_small=gap if training else "")
     pop = r.population
     dz, B = np.abs(np.log(pop.z_common[-1] / r.z_eqn13[-1])), np.abs(np.log(ratio_after_t0(pop, r.B_eqn14, c.K, r.M)))
     out.append(RULE_C32_TRAINING.judge(

@@ -18,7 +18,7 @@ are computed by :func:`phase_controls`. :func:`phase_rule` gives the rule of one
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -143,8 +143,14 @@ _ORDER = {"C28": ("both rates scaled up: larger B_n", "scaling both rates up lea
 
 def phase_rule(claim: str, evidence: str) -> Rule:
     """The rule of ``claim`` (one of :data:`CLAIMS`: Theorem 4's regimes and learning-rate insights, C25-C31, and
-    Figure 3's C34) on ``evidence``."""
-    check_choice("claim", claim, CLAIMS)
+    Figure 3's C34) on ``evidence``; on training, read only where the run's attention visibly scans."""
+    rule = _phase_rule(check_choice("claim", claim, CLAIMS), evidence)
+    return rule if evidence not in TRAINING_KINDS else replace(rule, note=f"{rule.note} Read only where the run's "
+        f"attention visibly scans (ln chi_l0 >= {theory.SCAN_LOG_CHI:g}, distinct entropy falls by >= "
+        f"{theory.SCAN_ENTROPY_FALL:g} nats; theory.scan_shortfall): else inconclusive, effect too small.")
+
+
+def _phase_rule(claim: str, evidence: str) -> Rule:
     training = evidence in TRAINING_KINDS
     premise = (PREMISE_SAMPLED if evidence == "training-sampled" else PREMISE_POPULATION) if training else ""
     exact = evidence in _EXACT

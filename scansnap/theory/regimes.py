@@ -18,6 +18,8 @@ import numpy as np
 from scansnap._checks import check_array, check_choice, check_int, check_positive
 
 __all__ = [
+    "SCAN_ENTROPY_FALL",
+    "SCAN_LOG_CHI",
     "GrowthMeasures",
     "grid_lines",
     "growth_bound_from_logits",
@@ -26,10 +28,27 @@ __all__ = [
     "measure_growth",
     "order_share",
     "rate_grid",
+    "scan_shortfall",
     "snap_time",
     "transition_slope",
     "value_at",
 ]
+
+
+SCAN_LOG_CHI = 1.0
+"""The growth ``ln chi_l0`` of the dominant distinct token that makes a scan visible (set before any run)."""
+SCAN_ENTROPY_FALL = 0.3
+"""The fall of the distinct-token entropy (nats) that makes a scan visible (set before any run)."""
+
+
+def scan_shortfall(log_chi: float, entropy_fall: float) -> str:
+    """Empty when a run scans visibly (``ln chi_l0 >= 1`` and an entropy fall ``>= 0.3`` nats, the largest over the
+    run), else the gap in words with its numbers: the ``too_small`` reason of a training verdict on Theorem 4's
+    scanning and snapping (:meth:`scansnap.verdicts.Rule.judge`)."""
+    if log_chi >= SCAN_LOG_CHI and entropy_fall >= SCAN_ENTROPY_FALL:
+        return ""
+    return (f"the trained attention never scans (largest ln chi_l0 {log_chi:.3g}, target {SCAN_LOG_CHI:g}; largest "
+            f"fall of the distinct-token entropy {entropy_fall:.3g} nats, target {SCAN_ENTROPY_FALL:g})")
 
 
 def growth_bound_from_logits(t: object, z: object, ft: object) -> np.ndarray:
