@@ -108,6 +108,7 @@ def test_freeze_verdict_is_c40_from_both_experiments_against_the_models_held_at_
     # the null: no fall of the entropy or the loss, no jitter to set a floor -> the control fails
     assert v.control_level == "not reproduced" and v.control["entropy_fall_1_low"] == v.control["loss_fall_1"] == 0
     assert np.isnan(v.control["late_drift_1_high"]) and np.isnan(v.control["late_drift_multi"])
+    assert np.isnan(v.control["drift_decay_1_high"])
     assert v.numbers == ch8.RULE_C40.numbers(wf.freeze_measures(r.runs, deep.result.runs[0]))
     # the smoke run is far below the paper's protocol: it can never read "not reproduced"
     assert any(cut.startswith("steps 6") for cut in v.reduced) and v.level != "not reproduced"
@@ -121,6 +122,7 @@ def _shaped(tr, seed: int, freezes: bool):
     rng = np.random.default_rng(seed)
     jitter = np.full(C - 1, 0.01) * (1 + 0.1 * rng.random(C - 1))
     drift = np.where(tr.steps >= W, np.sqrt(W) * 0.0105 * (1 if freezes else 10), np.nan)
+    drift[tr.steps == W] *= 3 if freezes else 1  # the first window moved further than the last
     return replace(tr, heldout_loss=np.linspace(6.0, 5.0, C) + 0.01 * rng.random(C),
                    entropy=1.0 + np.exp(-3.0 * np.arange(C)) + 0.01 * rng.random(C), jitter=jitter,
                    jitter_steps=tr.steps[:-1], window=int(W), drift=drift)
