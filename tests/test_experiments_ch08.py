@@ -79,6 +79,14 @@ def test_freeze_is_deterministic_and_saved(freeze, tmp_path: Path) -> None:
     assert back.config == freeze.config and back.train_words == freeze.result.train_words
 
 
+def test_seeds_in_separate_processes_give_the_same_runs(freeze, monkeypatch) -> None:
+    monkeypatch.setenv(ch8.PROCESSES, "2")
+    again = ch8.run_freeze(freeze.config)
+    for a, b in zip(freeze.result.runs, again.runs, strict=True):
+        np.testing.assert_array_equal(a.probe_maps, b.probe_maps)
+        np.testing.assert_array_equal(a.train_loss, b.train_loss)
+
+
 def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freeze, tmp_path: Path) -> None:
     """The first steps of the same runs (every seed) reproduce the stored checkpoints exactly (what `evidence verify`
     relies on: nothing in a run depends on its total length), and a store with an altered map fails."""

@@ -22,6 +22,9 @@ preset) is the minimum for a negative verdict (``GATED``): a smaller run that fa
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -258,12 +261,32 @@ def unk_uniform(x: torch.Tensor, unk: int | None) -> float:
     return seen[:, 1:].mean().item()
 
 
+PROCESSES = "SCANSNAP_SEED_PROCESSES"
+"""Environment variable: how many processes train :func:`run_freeze`'s seeds at once (default 1; each process on one
+thread, so the results do not depend on it). On the two cores of the build machine two processes train faster than
+one process on two threads (``benchmarks/bench_lm.py``)."""
+
+
+def _one_seed(job: tuple[FreezeConfig, int]) -> lm_train.Trajectory:
+    config, seed = job
+    with one_thread():
+        return config.train(config.corpus()[0], seed)[1]
+
+
 def run_freeze(config: FreezeConfig, progress: Progress | None = None) -> FreezeResult:
-    """Train one model per seed and measure it (one intra-op thread)."""
+    """Train one model per seed and measure it (one intra-op thread per process; ``$SCANSNAP_SEED_PROCESSES``
+    processes at once, :data:`PROCESSES`)."""
     c = config
+    workers = min(len(c.seeds), check_int(PROCESSES, int(os.environ.get(PROCESSES) or 1), low=1))
     with one_thread():
         data, note = c.corpus()
-        runs = tuple(c.train(data, seed, progress=progress)[1] for seed in c.seeds)
+        if workers == 1:
+            runs = tuple(c.train(data, seed, progress=progress)[1] for seed in c.seeds)
+        else:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                runs = tuple(pool.map(_one_seed, [(c, seed) for seed in c.seeds]))
+            if progress is not None:
+                progress(len(c.seeds) * c.steps)
     words = data.vocab.words
     unk = words.index(data.vocab.unk) if data.vocab.unk else None
     return FreezeResult(c, note, len(words), len(data.train_ids), runs,
