@@ -240,7 +240,8 @@ class FreezeResult:
         runs: one :class:`scansnap.lm_train.Trajectory` per seed (the first layer).
         probe_words: ``(T,)`` the held-out probe window's words; train_words: ``(T,)`` the training window's.
         unk_uniform: the share of attention on ``<unk>`` keys that uniform attention would give on the held-out
-            windows (rows ``i >= 1``; nan without an unk word): the baseline of :attr:`scansnap.lm_train.Trajectory.unk`.
+            windows (rows ``i >= 1``; nan without an unk word): the baseline of
+            :attr:`scansnap.lm_train.Trajectory.unk`.
     """
 
     config: FreezeConfig
