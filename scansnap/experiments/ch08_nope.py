@@ -2,9 +2,10 @@
 model with it, and the token study (``ch8-freeze-nope``, ``fig-ch8-tokens``).
 
 :data:`FREEZE_NOPE` trains, from one seed and at Figure 7's settings
-(:class:`~scansnap.experiments.ch08_wikitext.FreezeConfig`), the 1-layer model with and without positional
-encoding; it checks the paper's ``Z`` against the no-PE model's attention (:func:`scansnap.lm.z_error`) and,
-beyond the paper, measures the attention each key token receives against how common it is across contexts (:class:`~scansnap.experiments.wikitext_figures.TokenStudy`).
+(:class:`~scansnap.experiments.ch08_wikitext.FreezeConfig`), the 1-layer model with and without positional encoding;
+it checks the paper's ``Z`` against the no-PE model's attention (:func:`scansnap.lm.z_error`) and, beyond the paper,
+measures the attention each key token receives against how common it is across contexts
+(:class:`~scansnap.experiments.wikitext_figures.TokenStudy`).
 No claim is judged here: C40 reads ``ch8-freeze`` and ``ch8-freeze-deep``.
 """
 
