@@ -173,7 +173,9 @@ def test_paper_profile_trains_on_held_in_articles_when_train_txt_is_missing() ->
     assert (c.train_split, c.eval_split, c.steps, c.seeds) == ("train", "valid", 1500, (1, 2, 3))
     train, held, note = c.splits()
     assert (train, held) == (lm_train.ARTICLES, lm_train.HELDOUT) and "could NOT train" in note  # no train.txt here
-    assert "every 10th article" in c.protocol() and c.shortfall() == ()
+    assert "every 10th article" in c.protocol()  # and the smaller training text gates a negative verdict:
+    assert c.shortfall() == ("trained on valid + test less the held-out articles: train.txt is missing (paper profile: "
+                             "train.txt)",)
     data, note = c.replace(eval_sequences=20).corpus()
     assert data.vocab.unk == "<unk>" and len(data.vocab) > 15_000 and "full vocabulary" in note
     assert 0.05 < len(data.heldout_ids) / (len(data.heldout_ids) + len(data.train_ids)) < 0.12
