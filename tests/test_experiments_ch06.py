@@ -108,6 +108,7 @@ def test_reach_search_rows_admissibility_and_the_theorys_own_flow(tmp_path: Path
     assert all(len(v) == n for v in reach.reach_table(r).values())
     assert ((r.admissible == 1) == ((c.S0_max >= r.S0) & (r.eta_Z <= r.eta_Y))).all()
     assert (r.log_chi > 0).all() and (r.common_fall > 0).all() and (r.entropy_fall >= 0).all()
+    assert (r.log_chi_sampled > 0).all() and (r.entropy_fall_sampled >= 0).all()  # the sampled arm, same runs
     # the exact flow grows the distinct tokens only as far as the common token falls (Eqn 12: ln chi <= 2 B_n)
     ceiling = [2 * reach.theory.growth_ceiling(-d, s0, int(k)) for d, s0, k in
                zip(r.common_fall_exact, r.S0, r.K, strict=True)]
