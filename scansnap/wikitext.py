@@ -165,7 +165,8 @@ def _is_title(line: str) -> bool:
 
 
 def articles(text: str) -> list[list[str]]:
-    """The words of each article of a WikiText text, in order (:func:`tokens`' tokenization, article by article).
+    """The words of each article of a WikiText text, in order (:func:`tokens`' tokenization, article by article):
+    Chapter 8's held-out articles when ``train.txt`` is missing.
 
     An article starts at a title line `` = Title = `` and runs to the line before the next title; lines before
     the first title (a blank line in the release) belong to the first article. Concatenated, the articles give

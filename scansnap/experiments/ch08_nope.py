@@ -29,7 +29,8 @@ __all__ = ["FREEZE_NOPE", "NopeConfig", "NopeResult", "run_nope"]
 
 @dataclass(frozen=True)
 class NopeConfig(FreezeConfig):
-    """:class:`~scansnap.experiments.ch08_wikitext.FreezeConfig` (one seed, 1 layer) and the token study's sizes.
+    """Chapter 8's ``ch8-freeze-nope`` (Figure 7 without positional encoding, the paper's Z): a
+    :class:`~scansnap.experiments.ch08_wikitext.FreezeConfig` (one seed, 1 layer) and the token study's sizes.
 
     Attributes:
         stat_sequences: held-out windows for the token study; pairs: (key, next) pairs per token for the
@@ -60,7 +61,8 @@ class NopeConfig(FreezeConfig):
 
 @dataclass(frozen=True)
 class NopeResult:
-    """The 1-layer model with (``runs[0]``) and without (``runs[1]``) positional encoding, from the first seed.
+    """Chapter 8's ``ch8-freeze-nope``: the 1-layer model with (``runs[0]``) and without (``runs[1]``) positional
+    encoding, from the first seed (Figure 7's setting; the paper's Z checked on the second).
 
     Attributes:
         config, note, vocab_size: as in :class:`~scansnap.experiments.ch08_wikitext.FreezeResult`.
@@ -78,7 +80,7 @@ class NopeResult:
 
 
 def run_nope(config: NopeConfig, progress: Progress | None = None) -> NopeResult:
-    """Train both models from the first seed and measure them (one intra-op thread)."""
+    """Chapter 8's ``ch8-freeze-nope``: train both models from the first seed and measure them (one intra-op thread)."""
     c, seed = config, config.seeds[0]
     with one_thread():
         data, note = c.corpus()

@@ -61,7 +61,8 @@ class TokenStudy:
 
 
 def drift_ratios(tr: Trajectory) -> np.ndarray:
-    """``(C,)`` :func:`~scansnap.experiments.wikitext_freeze.drift_ratio` at every checkpoint (nan before ``W``)."""
+    """``(C,)`` :func:`~scansnap.experiments.wikitext_freeze.drift_ratio` at every checkpoint (nan before ``W``): the
+    freeze panel of Figure 7 (``fig-paper-7``)."""
     return np.array([drift_ratio(tr, i) for i in range(len(tr.steps))])
 
 

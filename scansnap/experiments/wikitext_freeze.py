@@ -38,9 +38,10 @@ __all__ = ["RULE_C40", "Freeze", "PerRun", "drift_ratio", "freeze_measures", "he
 
 
 def drift_ratio(tr: Trajectory, end: int = -1) -> float:
-    """``R = D / (sqrt(W) j)`` at checkpoint index ``end`` (module docstring): the drift of the held-out maps over
-    the ``W = tr.window`` steps before it over the drift a random walk of the per-step jitter measured inside that
-    window would give. nan when there is no drift (``s < W``) or no jitter (the maps did not move at all)."""
+    """Figure 7's (C40) drift ratio ``R = D / (sqrt(W) j)`` at checkpoint index ``end`` (module docstring): the drift
+    of the held-out maps over the ``W = tr.window`` steps before it over the drift a random walk of the per-step
+    jitter measured inside that window would give. nan when there is no drift (``s < W``) or no jitter (the maps
+    did not move at all)."""
     s = int(tr.steps[end])
     inside = (tr.jitter_steps >= s - tr.window) & (tr.jitter_steps < s)
     j = float(np.sqrt(np.mean(tr.jitter[inside] ** 2))) if inside.any() else float("nan")
@@ -74,7 +75,8 @@ def _ratio(num: float, den: float) -> float:
 
 
 def per_run(tr: Trajectory) -> PerRun:
-    """:class:`PerRun` of one trajectory (its ``window`` must be a multiple of the checkpoint spacing)."""
+    """C40's :class:`PerRun` (Figure 7) of one trajectory (its ``window`` must be a multiple of the checkpoint
+    spacing)."""
     H, L, steps = tr.entropy, tr.heldout_loss, tr.steps
     start = np.flatnonzero(steps == steps[-1] - tr.window)
     first = np.flatnonzero(steps == tr.window)
@@ -117,7 +119,7 @@ class Freeze:
 
 
 def freeze_measures(one: Sequence[Trajectory], multi: Trajectory) -> Freeze:
-    """:class:`Freeze` from the 1-layer trajectories (one per seed) and the multi-layer one."""
+    """C40's :class:`Freeze` (Figure 7) from the 1-layer trajectories (one per seed) and the multi-layer one."""
     runs = [per_run(tr) for tr in one]
     col = {name: np.array([getattr(r, name) for r in runs]) for name in ("entropy_fall", "late_drift",
                                                                           "early_drift", "loss_fall", "drift_decay")}
