@@ -1,131 +1,51 @@
 """Chapter 8's Figure 10: held-out attention entropy of WikiText-2 language models against the learning rate (C41, X7).
 
-:data:`RATES` (``fig-paper-10``) trains the standard model (:class:`scansnap.lm.TransformerLM`, the settings of
-:class:`~scansnap.experiments.ch08_wikitext.WikiConfig`) with 1 layer and with ``multi_layers`` layers at every
-learning rate of a log grid and several seeds, SGD without momentum at that constant rate, and measures the
-mean entropy of the first layer's attention rows on held-out windows at step 0 and at the end.
+:data:`RATES` (``fig-paper-10``) trains the paper's 1-layer model (:class:`scansnap.lm.TransformerLM`, the settings
+of :class:`~scansnap.experiments.ch08_wikitext.WikiConfig`: the authors' ``decoder_wiki.py``, dropout 0.2) at every
+learning rate of a log grid and several seeds, SGD without momentum at that constant rate on every parameter (their
+script at ``lr_y_multi_on_z = 1``), each run "until convergence" by the rule :class:`scansnap.lm_converge.Convergence`
+fixed before the run, and measures the held-out entropy of the first layer the authors' way
+(:func:`scansnap.lm_converge.authors_entropy`) and on the causal support only.
 
-C41 is the paper's claim, about its 1-layer Figure 10, and is judged on the 1-layer runs only; the
-multi-layer runs are the book's extension, claim X7, with a rule of its own. Both are judged against the same
-runs at step 0, where every learning rate of a seed is the same model: no ordering by the rate can be there.
-The paper's protocol ("until convergence": five epochs of the full ``train.txt`` with the full vocabulary in the
-authors' script) is the minimum for a negative verdict (``RatesConfig.GATED``).
+C41 is judged on the learning rates at which every seed converged (at least ``min_rates`` of them; diverged runs
+and runs stopped at the cap are shown and named, not judged), against the same runs at step 0, where every rate of a
+seed is the same model: no ordering by the rate can be there. :data:`RATES_DEEP` (``fig-ch8-rates-deep``, claim X7)
+is the book's extension to the first layer of a deeper model, with its own rule.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from scansnap import figures, lm_train, stats, token_stats
-from scansnap._checks import check_int, check_positive
-from scansnap._threads import one_thread
-from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch08_wikitext import BOOK, CHAPTER, GATED_DATA, SMOKE, WikiConfig
+from scansnap import figures, lm_converge, stats, token_stats
+from scansnap.experiments.base import Experiment, FigureSpec
+from scansnap.experiments.ch08_wikitext import CHAPTER
+from scansnap.experiments.wikitext_rates import (
+    DeepRatesConfig,
+    RatesConfig,
+    RatesResult,
+    rates_checkpoints,
+    rates_prefix,
+    rates_work,
+    run_rates,
+)
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
 
 @dataclass(frozen=True)
-class RatesConfig(WikiConfig):
-    """Figure 10's grid.
-
-    Attributes:
-        lrs: learning rates (a log grid); steps: SGD steps of every run (the paper trains "until convergence":
-            15,000 steps are about five epochs of ``train.txt``, the authors' script).
-        seeds: seeds of the 1-layer runs; multi_seeds: seeds of the multi-layer runs.
-    """
-
-    lrs: tuple[float, ...] = (0.625, 1.25, 2.5, 5.0, 10.0)
-    steps: int = 15_000
-    seeds: tuple[int, ...] = (0, 1)
-    multi_seeds: tuple[int, ...] = (0, 1)
-    PRESETS = {
-        "smoke": dict(SMOKE, lrs=(0.5, 2.0, 8.0), steps=4, seeds=(0, 1), multi_seeds=(0,)),
-        "book": dict(BOOK, steps=120, seeds=(0, 1), multi_seeds=(0,)),
-        "paper": {},
-    }
-    GATED: ClassVar[tuple[str, ...]] = (*GATED_DATA, "steps")
-    """The paper's Figure 10 (the tutorial's model on the full training split and vocabulary, trained to
-    convergence) is the minimum protocol for a negative verdict on C41 and X7."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if len(self.lrs) < 2 or any(b <= a for a, b in zip(self.lrs, self.lrs[1:], strict=False)):
-            raise ValueError(f"lrs: must be at least 2 strictly increasing learning rates; got {self.lrs}")
-        for lr in self.lrs:
-            check_positive("lrs", lr)
-        check_int("steps", self.steps, low=1)
-        for name in ("seeds", "multi_seeds"):
-            seeds = getattr(self, name)
-            if not seeds or len(set(seeds)) != len(seeds):
-                raise ValueError(f"{name}: must hold at least one seed, each once; got {seeds}")
-            for s in seeds:
-                check_int(name, s, low=0)
-
-    def protocol(self) -> str:
-        return (f"{self.data_protocol()}; 1 and {self.multi_layers} layers, {self.steps} steps at each constant rate "
-                f"{', '.join(f'{x:g}' for x in self.lrs)}; seeds {list(self.seeds)} (1 layer), "
-                f"{list(self.multi_seeds)} (multi-layer); held-out entropy at step 0 and at the end")
-
-
-@dataclass(frozen=True)
-class RatesResult:
-    """Figure 10's grid. ``R`` learning rates; ``S1``, ``S2`` seeds of the 1-layer and multi-layer runs.
-
-    Attributes:
-        config: the configuration; note: splits and vocabulary, in words.
-        entropy_one, entropy_multi: ``(R, S1)``, ``(R, S2)`` held-out first-layer entropy at the end.
-        loss_one, loss_multi: the held-out loss at the end, same shapes.
-        start_one, start_multi: the held-out entropy at step 0, same shapes (the control of C41 and X7).
-    """
-
-    config: RatesConfig
-    note: str
-    entropy_one: np.ndarray
-    entropy_multi: np.ndarray
-    loss_one: np.ndarray
-    loss_multi: np.ndarray
-    start_one: np.ndarray
-    start_multi: np.ndarray
-
-
-def run_rates(config: RatesConfig, progress: Progress | None = None) -> RatesResult:
-    """Train every (depth, learning rate, seed) run (one intra-op thread)."""
-    c = config
-    out = {}
-    with one_thread():
-        data, note = c.corpus()
-        for key, layers, seeds in (("one", 1, c.seeds), ("multi", c.multi_layers, c.multi_seeds)):
-            ent, loss, start = (np.zeros((len(c.lrs), len(seeds))) for _ in range(3))
-            for i, lr in enumerate(c.lrs):
-                for j, seed in enumerate(seeds):
-                    model = c.model(len(data.vocab), layers, seed)
-                    tr = lm_train.train(model, data, lr=lr, steps=c.steps, checkpoints=[0, c.steps], bptt=c.bptt,
-                                        clip=c.clip, seed=seed, progress=progress)
-                    ent[i, j], loss[i, j], start[i, j] = tr.entropy[-1], tr.heldout_loss[-1], tr.entropy[0]
-            out[f"entropy_{key}"], out[f"loss_{key}"], out[f"start_{key}"] = ent, loss, start
-    return RatesResult(c, note, out["entropy_one"], out["entropy_multi"], out["loss_one"], out["loss_multi"],
-                       out["start_one"], out["start_multi"])
-
-
-def rates_work(c: RatesConfig) -> int:
-    return len(c.lrs) * (len(c.seeds) + len(c.multi_seeds)) * c.steps
-
-
-@dataclass(frozen=True)
 class RateOrder:
-    """How the held-out entropy of one depth is ordered by the learning rate (C41: 1 layer; X7: multi-layer).
+    """How the held-out entropy is ordered by the learning rate over the rates judged (C41: 1 layer; X7: deeper).
 
     Attributes:
         in_order: share of learning-rate pairs in which the larger rate has the lower mean entropy over seeds.
-        spearman: Spearman's rho between learning rate and entropy over every run (rates x seeds; nan when the
-            entropy is the same in every run).
-        ratio: mean entropy at the largest rate over that at the smallest.
-        entropy_smallest, entropy_largest: the mean entropies at the smallest and the largest rate (nats).
+        spearman: Spearman's rho between learning rate and entropy over every run judged (nan when the entropy is
+            the same in every run).
+        ratio: mean entropy at the largest rate judged over that at the smallest.
+        entropy_smallest, entropy_largest: those two mean entropies (nats).
     """
 
     in_order: float
@@ -138,9 +58,9 @@ class RateOrder:
 def rate_order(lrs: tuple[float, ...], entropy: np.ndarray) -> RateOrder:
     """:class:`RateOrder` of ``entropy`` ``(R, S)`` (rates x seeds) on the rates ``lrs``."""
     x, mean = np.asarray(lrs, dtype=float), entropy.mean(axis=1)
-    return RateOrder(token_stats.share_decreasing(x, mean), stats.spearman(np.repeat(x, entropy.shape[1]),
-                                                                           entropy.reshape(-1)),
-                     float(mean[-1] / mean[0]), float(mean[0]), float(mean[-1]))
+    rho = stats.spearman(np.repeat(x, entropy.shape[1]), entropy.reshape(-1)) if entropy.size >= 3 else float("nan")
+    return RateOrder(token_stats.share_decreasing(x, mean), rho, float(mean[-1] / mean[0]), float(mean[0]),
+                     float(mean[-1]))
 
 
 def _criteria(depth: str):
@@ -153,11 +73,12 @@ def _criteria(depth: str):
 
 _CONTROL = ("the same runs at step 0, where every learning rate of a seed is the same model (the same initialization): "
             "no ordering by the rate")
-_NOTE = ("The entropy is the mean over held-out windows and query positions of the first layer's attention rows "
-         "(dropout off) after a fixed number of steps at each constant rate.")
+_NOTE = ("The entropy is the authors' (decoder_wiki.py): the mean over held-out windows and every query of the first "
+         "layer's attention-row entropy (dropout off), where each run stopped by the convergence rule fixed before "
+         "the run; judged on the rates at which every seed converged.")
 RULE_C41 = Rule("C41", "real-data", RateOrder, _criteria("1 layer"),
-                alternative="the learning rate has no effect on the 1-layer model's held-out attention entropy: "
-                            "differences between rates are seed noise (no ordering, ratio near 1)",
+                alternative="the learning rate has no effect on the 1-layer model's held-out attention entropy at "
+                            "convergence: differences between rates are seed noise (no ordering, ratio near 1)",
                 control=_CONTROL, note=_NOTE + " The paper's Figure 10 is a 1-layer model; deeper models are X7.")
 RULE_X7 = Rule("X7", "real-data", RateOrder, _criteria("first layer of the multi-layer model"),
                alternative="depth removes the effect: the first-layer held-out entropy of the multi-layer model is "
@@ -165,58 +86,95 @@ RULE_X7 = Rule("X7", "real-data", RateOrder, _criteria("first layer of the multi
                control=_CONTROL, note=_NOTE + " The book's extension of C41 (the paper made no multi-layer Figure 10).")
 
 
+def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
+    c, keep = r.config, r.in_range()
+    lrs = tuple(x for x, k in zip(c.lrs, keep, strict=True) if k)
+    ends = {lm_converge.STATUS[s]: int((r.status == s).sum()) for s in range(3)}
+    details = (f"data: {r.note}; runs: {ends}; rates with every seed converged: {list(lrs)}; mean entropy where the "
+               f"runs stopped, by rate: {np.round(r.final('entropy').mean(1), 3).tolist()} nats (step 0 "
+               f"{np.round(r.entropy[:, :, 0].mean(1), 3).tolist()}); causal-support share "
+               f"{np.round(r.final('causal').mean(1), 3).tolist()}; held-out loss "
+               f"{np.round(r.final('heldout_loss').mean(1), 2).tolist()}; stop steps {r.stop.tolist()}")
+    few = len(lrs) < c.min_rates
+    if few:
+        keep = np.ones(len(c.lrs), dtype=bool)
+        lrs = c.lrs
+    scope = f"{rule.claim}: {c.layers}-layer runs, first layer"
+    too_small = (f"the learning-rate effect at convergence is not measured: only {int(r.in_range().sum())} of "
+                 f"{len(c.lrs)} rates have every seed converged ({c.min_rates} needed); runs: {ends}") if few else ""
+    return rule.judge(rate_order(lrs, r.final("entropy")[keep]), c, control=rate_order(lrs, r.entropy[keep, :, 0]),
+                      scope=scope, details=details, link=link, too_small=too_small)
+
+
 def rates_verdicts(r: RatesResult) -> list[Verdict]:
-    """C41 from the 1-layer runs and X7 from the multi-layer runs, each against the same runs at step 0."""
-    c, link = r.config, RATES.link("fig-paper-10")
-    details = (f"data: {r.note}; mean final entropy by rate: 1 layer {np.round(r.entropy_one.mean(1), 3).tolist()}, "
-               f"multi-layer {np.round(r.entropy_multi.mean(1), 3).tolist()} nats (at step 0 "
-               f"{np.round(r.start_one.mean(1), 3).tolist()}, {np.round(r.start_multi.mean(1), 3).tolist()}); final "
-               f"held-out loss 1 layer {np.round(r.loss_one.mean(1), 2).tolist()}, multi-layer "
-               f"{np.round(r.loss_multi.mean(1), 2).tolist()}")
-    return [RULE_C41.judge(rate_order(c.lrs, r.entropy_one), c, control=rate_order(c.lrs, r.start_one),
-                           scope="C41: the 1-layer runs", details=details, link=link),
-            RULE_X7.judge(rate_order(c.lrs, r.entropy_multi), c, control=rate_order(c.lrs, r.start_multi),
-                          scope=f"X7: the {c.multi_layers}-layer runs (first layer)", details=details, link=link)]
+    """C41 from the 1-layer runs against the same runs at step 0."""
+    return [_verdict(RULE_C41, r, RATES.link("fig-paper-10"))]
+
+
+def deep_verdicts(r: RatesResult) -> list[Verdict]:
+    """X7 from the multi-layer runs (first layer) against the same runs at step 0."""
+    return [_verdict(RULE_X7, r, RATES_DEEP.link("fig-ch8-rates-deep"))]
 
 
 def rates_table(r: RatesResult) -> dict[str, np.ndarray]:
-    """The data of ``fig-paper-10`` (Figure 10): one row per run: depth (1 or the multi-layer depth), learning
-    rate, seed, entropy at step 0 and at the end, and the final held-out loss."""
-    c, rows = r.config, []
-    for depth, seeds, ent, start, loss in ((1, c.seeds, r.entropy_one, r.start_one, r.loss_one),
-                                           (c.multi_layers, c.multi_seeds, r.entropy_multi, r.start_multi,
-                                            r.loss_multi)):
-        rows += [(depth, lr, s, start[i, j], ent[i, j], loss[i, j]) for i, lr in enumerate(c.lrs)
-                 for j, s in enumerate(seeds)]
-    cols = list(zip(*rows, strict=True))
-    return {"layers": np.array(cols[0]), "lr": np.array(cols[1], dtype=float), "seed": np.array(cols[2]),
-            "entropy_start": np.array(cols[3]), "entropy": np.array(cols[4]), "heldout_loss": np.array(cols[5])}
+    """The data of Figure 10 (``fig-paper-10``, ``fig-ch8-rates-deep``): one row per run: learning rate, seed, how
+    it ended, its last step, the authors' entropy and the causal-support share at step 0 and where it stopped, and
+    its final held-out loss."""
+    c = r.config
+    lr, seed = np.meshgrid(np.asarray(c.lrs, dtype=float), np.asarray(c.seeds), indexing="ij")
+    return {"lr": lr.reshape(-1), "seed": seed.reshape(-1),
+            "status": np.array([lm_converge.STATUS[s] for s in r.status.reshape(-1)]), "stop": r.stop.reshape(-1),
+            "entropy_start": r.entropy[:, :, 0].reshape(-1), "entropy": r.final("entropy").reshape(-1),
+            "causal_start": r.causal[:, :, 0].reshape(-1), "causal": r.final("causal").reshape(-1),
+            "heldout_loss": r.final("heldout_loss").reshape(-1)}
 
 
 def plot_rates(r: RatesResult) -> Figure:
-    """``fig-paper-10`` (Figure 10): final held-out entropy against the learning rate (log axis), both depths."""
+    """Figure 10: left, the held-out entropy where each run stopped against the learning rate (log axis; filled:
+    converged, open: stopped at the cap, cross: diverged; line through the means of the rates judged); right, the
+    held-out loss of every run against the step."""
     figures.set_style()
     c = r.config
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for ent, label in ((r.entropy_one, "1 layer"), (r.entropy_multi, f"{c.multi_layers} layers (layer 1)")):
-        line, = ax.plot(c.lrs, ent.mean(1), marker="o", label=label)
-        for j in range(ent.shape[1]):
-            ax.scatter(c.lrs, ent[:, j], s=12, color=line.get_color(), alpha=0.5)
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.5, 3.6))
+    ent, keep = r.final("entropy"), r.in_range()
+    colors = plt.cm.viridis(np.linspace(0, 0.9, len(c.lrs)))
+    for i, lr in enumerate(c.lrs):
+        for j in range(len(c.seeds)):
+            s = int(r.status[i, j])
+            if s == lm_converge.DIVERGED:
+                ax.scatter([lr], [ent[i, j]], s=22, marker="x", color=colors[i])
+            else:
+                ax.scatter([lr], [ent[i, j]], s=22, edgecolors=colors[i],
+                           facecolors=colors[i] if s == lm_converge.CONVERGED else "none")
+            n = int(r.stop[i, j]) // c.every + 1
+            bx.plot(np.arange(n) * c.every, r.heldout_loss[i, j, :n], color=colors[i], lw=1,
+                    label=f"rate {lr:g}" if j == 0 else None)
+    if keep.any():
+        ax.plot(np.asarray(c.lrs)[keep], ent[keep].mean(1), color="0.3", lw=1, zorder=0)
     ax.set(xscale="log", xlabel="learning rate (SGD, constant)", ylabel="held-out attention entropy (nats)",
-           title=f"after {c.steps} steps")
-    ax.legend(fontsize="small")
+           title=f"{c.layers} layer{'s' if c.layers > 1 else ''}: where each run stopped")
+    bx.set(xlabel="step", ylabel="held-out loss", title="held-out loss of every run")
+    bx.legend(fontsize="small")
     fig.tight_layout()
     return fig
 
 
+_CAPTION = ("held-out attention entropy of the first layer (the authors' measure) where each run stopped by the "
+            "convergence rule, against the constant SGD learning rate (log axis): one point per seed (filled: "
+            "converged; open: stopped at the cap; cross: diverged), line through the means; right: the held-out loss "
+            "of every run.")
 RATES = Experiment(
     id="ch8-rates", chapter=CHAPTER, config=RatesConfig, result=RatesResult, run=run_rates, verdicts=rates_verdicts,
-    work=rates_work,
-    figures=(FigureSpec(id="fig-paper-10", claims=("C41", "X7"), plot=plot_rates, table=rates_table,
-                        caption="Figure 10 of the paper, re-made: held-out attention entropy of the first layer at the "
-                                "end of training against the constant SGD learning rate, for 1-layer and multi-layer "
-                                "models on WikiText-2 (one point per seed, line through the means)."),),
+    work=rates_work, prefix=rates_prefix, checkpoints=rates_checkpoints,
+    figures=(FigureSpec(id="fig-paper-10", claims=("C41",), plot=plot_rates, table=rates_table,
+                        caption="Figure 10 of the paper, re-made (1-layer model, WikiText-2): " + _CAPTION),),
+)
+RATES_DEEP = Experiment(
+    id="ch8-rates-deep", chapter=CHAPTER, config=DeepRatesConfig, result=RatesResult, run=run_rates,
+    verdicts=deep_verdicts, work=rates_work, prefix=rates_prefix, checkpoints=rates_checkpoints,
+    figures=(FigureSpec(id="fig-ch8-rates-deep", claims=("X7",), plot=plot_rates, table=rates_table,
+                        caption="Figure 10 for a deeper model (the book's extension): " + _CAPTION),),
 )
 
-EXPERIMENTS = [RATES]
+EXPERIMENTS = [RATES, RATES_DEEP]
 RULES = [RULE_C41, RULE_X7]

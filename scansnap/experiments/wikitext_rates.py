@@ -1,0 +1,194 @@
+"""Figure 10's runs (Chapter 8): the grid of learning rates and seeds, each trained to convergence, and its result.
+
+:class:`RatesConfig` (the paper's 1-layer model) and :class:`DeepRatesConfig` (the book's deeper model, claim X7)
+configure :func:`run_rates`, which trains every (learning rate, seed) run with
+:func:`scansnap.lm_converge.train_to_convergence` and gathers the runs in a :class:`RatesResult`. The experiments,
+figures and verdicts that read these results live in :mod:`scansnap.experiments.ch08_rates`; this module holds only
+what makes a run, so that a stored run (``evidence/ch8-rates/paper``) stays current while its figure or rule is
+edited (its library hash covers the code that made it, :func:`scansnap.evidence.sources`).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import numpy as np
+
+from scansnap import lm_converge
+from scansnap._checks import check_int, check_positive
+from scansnap._threads import one_thread
+from scansnap.experiments.base import Progress
+from scansnap.experiments.ch08_wikitext import BOOK, GATED_DATA, PROCESSES, SMOKE, WikiConfig
+
+__all__ = ["DeepRatesConfig", "RatesConfig", "RatesResult", "rates_checkpoints", "rates_prefix", "rates_work",
+           "run_rates"]
+
+
+@dataclass(frozen=True)
+class RatesConfig(WikiConfig):
+    """Figure 10's grid (defaults: the ``paper`` preset).
+
+    Attributes:
+        lrs: learning rates (a log grid, factor 1.6, inside the range where the model trains: in a 300-step pilot
+            made before this grid was fixed, rates 14 and 20 sent the held-out loss above its initial value).
+        seeds: the seeds (each seeds the initialization and the dropout draws); layers: depth of the model.
+        every, min_steps, steps, tolerance: the convergence rule (:class:`scansnap.lm_converge.Convergence`;
+            ``steps`` is its cap).
+        min_rates: the fewest learning rates with every seed converged that C41 (X7) is judged on.
+    """
+
+    lrs: tuple[float, ...] = (1.25, 2.0, 3.2, 5.0, 8.0)
+    seeds: tuple[int, ...] = (1, 2, 3)
+    layers: int = 1
+    every: int = 100
+    min_steps: int = 600
+    steps: int = 2000
+    tolerance: float = 0.01
+    min_rates: int = 3
+    PRESETS = {
+        "smoke": dict(SMOKE, lrs=(0.5, 2.0, 8.0), seeds=(1,), every=2, min_steps=2, steps=4),
+        "book": dict(BOOK, seeds=(1,), every=40, min_steps=80, steps=120),
+        "paper": {},
+    }
+    GATED: ClassVar[tuple[str, ...]] = (*GATED_DATA, "steps", "seeds")
+    """The paper's Figure 10 (its model on the full training split and vocabulary, trained to convergence) is the
+    minimum protocol for a negative verdict."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if len(self.lrs) < 2 or any(b <= a for a, b in zip(self.lrs, self.lrs[1:], strict=False)):
+            raise ValueError(f"lrs: must be at least 2 strictly increasing learning rates; got {self.lrs}")
+        for lr in self.lrs:
+            check_positive("lrs", lr)
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"seeds: must hold at least one seed, each once; got {self.seeds}")
+        for s in self.seeds:
+            check_int("seeds", s, low=0)
+        check_int("layers", self.layers, low=1)
+        check_int("min_rates", self.min_rates, low=2, high=len(self.lrs))
+        self.rule()
+
+    def rule(self) -> lm_converge.Convergence:
+        """The convergence rule of every run."""
+        return lm_converge.Convergence(self.every, self.min_steps, self.steps, self.tolerance)
+
+    def protocol(self) -> str:
+        return (f"{self.data_protocol()}; {self.layers} layer{'s' if self.layers > 1 else ''}, SGD at each constant "
+                f"rate {', '.join(f'{x:g}' for x in self.lrs)} on every parameter, seeds {list(self.seeds)}; each run "
+                f"until the held-out loss improves by less than {self.tolerance:.0%} over the last fifth of its steps "
+                f"(measured every {self.every}, from step {self.min_steps}; cap {self.steps} steps), diverged when "
+                "it exceeds its step-0 value; held-out entropy of the first layer at step 0 and where the run stops")
+
+
+@dataclass(frozen=True)
+class RatesResult:
+    """Figure 10's grid: ``R`` learning rates x ``S`` seeds, each measured at ``E = steps // every + 1`` steps
+    (nan after the run stopped).
+
+    Attributes:
+        config: the configuration; note: splits and vocabulary, in words.
+        heldout_loss, entropy, causal: ``(R, S, E)`` held-out loss, :func:`~scansnap.lm_converge.authors_entropy`
+            and :func:`~scansnap.lm_converge.causal_entropy` of the first layer's held-out maps.
+        train_loss: ``(R, S, steps)`` the training loss of every step.
+        status: ``(R, S)`` how each run ended (:data:`scansnap.lm_converge.STATUS`); stop: ``(R, S)`` its last step.
+    """
+
+    config: RatesConfig
+    note: str
+    heldout_loss: np.ndarray
+    entropy: np.ndarray
+    causal: np.ndarray
+    train_loss: np.ndarray
+    status: np.ndarray
+    stop: np.ndarray
+
+    def final(self, curve: str) -> np.ndarray:
+        """``(R, S)``: ``curve`` (``"entropy"``, ``"causal"``, ``"heldout_loss"``) where each run stopped."""
+        v = getattr(self, curve)
+        return v[np.arange(v.shape[0])[:, None], np.arange(v.shape[1]), self.stop // self.config.every]
+
+    def in_range(self) -> np.ndarray:
+        """``(R,)`` the learning rates at which every seed converged (the ones C41 is judged on)."""
+        return (self.status == lm_converge.CONVERGED).all(axis=1)
+
+
+def _one_run(job: tuple[RatesConfig, float, int]) -> lm_converge.Run:
+    c, lr, seed = job
+    with one_thread():
+        data = c.corpus()[0]
+        model = c.model(len(data.vocab), c.layers, seed)
+        return lm_converge.train_to_convergence(model, data, lr=lr, rule=c.rule(), bptt=c.bptt, clip=c.clip,
+                                                seed=seed)
+
+
+def run_rates(config: RatesConfig, progress: Progress | None = None) -> RatesResult:
+    """Train every (learning rate, seed) run to convergence (one intra-op thread per process;
+    ``$SCANSNAP_SEED_PROCESSES`` runs at once, slowest rates first)."""
+    c = config
+    jobs = [(c, lr, seed) for lr in c.lrs for seed in c.seeds]
+    workers = min(len(jobs), check_int(PROCESSES, int(os.environ.get(PROCESSES) or 1), low=1))
+    with one_thread():
+        data, note = c.corpus()
+        if workers == 1:
+            runs = []
+            for _, lr, seed in jobs:
+                model = c.model(len(data.vocab), c.layers, seed)
+                runs.append(lm_converge.train_to_convergence(model, data, lr=lr, rule=c.rule(), bptt=c.bptt,
+                                                             clip=c.clip, seed=seed, progress=progress))
+        else:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                runs = list(pool.map(_one_run, jobs))
+    shape, e = (len(c.lrs), len(c.seeds)), c.steps // c.every + 1
+    out = {k: np.full((*shape, e), np.nan) for k in ("heldout_loss", "entropy", "causal")}
+    train = np.full((*shape, c.steps), np.nan)
+    status, stop = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64)
+    for k, run in enumerate(runs):
+        i, j = divmod(k, len(c.seeds))
+        n = len(run.steps)
+        out["heldout_loss"][i, j, :n], out["entropy"][i, j, :n], out["causal"][i, j, :n] = (
+            run.heldout_loss, run.entropy, run.causal)
+        train[i, j, : len(run.train_loss)] = run.train_loss
+        status[i, j], stop[i, j] = run.status, run.steps[-1]
+    return RatesResult(c, note, out["heldout_loss"], out["entropy"], out["causal"], train, status, stop)
+
+
+def rates_work(c: RatesConfig) -> int:
+    return len(c.lrs) * len(c.seeds) * c.steps
+
+
+def rates_prefix(c: RatesConfig, steps: int) -> RatesConfig:
+    """The first ``steps`` steps (rounded down to a measurement, at least the first) of the first seed's run at
+    every rate: what ``python -m scansnap evidence verify`` re-runs (a run's steps do not depend on its cap)."""
+    n = max(c.every, min(steps, c.steps) // c.every * c.every)
+    return replace(c, steps=n, seeds=c.seeds[:1], min_steps=min(c.min_steps, n))
+
+
+def rates_checkpoints(r: RatesResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Every run's held-out curves at its measurements and its training loss at every step, named
+    ``"lr<rate>.seed<s>.<curve>"``: what ``evidence verify`` compares."""
+    c, out = r.config, {}
+    for i, lr in enumerate(c.lrs):
+        for j, seed in enumerate(c.seeds):
+            n = int(r.stop[i, j])
+            key = f"lr{lr:g}.seed{seed}"
+            for name in ("heldout_loss", "entropy", "causal"):
+                out[f"{key}.{name}"] = (np.arange(0, n + 1, c.every), getattr(r, name)[i, j, : n // c.every + 1])
+            out[f"{key}.train_loss"] = (np.arange(1, n + 1), r.train_loss[i, j, :n])
+    return out
+
+
+@dataclass(frozen=True)
+class DeepRatesConfig(RatesConfig):
+    """X7's grid: :class:`RatesConfig` with a deeper model (the book's extension; the paper made no multi-layer
+    Figure 10)."""
+
+    layers: int = 3
+    PRESETS = {
+        "smoke": dict(RatesConfig.PRESETS["smoke"], layers=2),
+        "book": dict(RatesConfig.PRESETS["book"], lrs=(1.25, 2.5, 5.0, 10.0)),
+        "paper": {},
+    }
