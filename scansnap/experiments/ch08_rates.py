@@ -63,6 +63,29 @@ def rate_order(lrs: tuple[float, ...], entropy: np.ndarray) -> RateOrder:
                      float(mean[-1]))
 
 
+def judged(r: RatesResult) -> tuple[tuple[float, ...], RateOrder, RateOrder]:
+    """The rates C41 (X7) is judged on (every seed converged; all rates when fewer than ``min_rates`` did), and the
+    :class:`RateOrder` of the entropy where the runs stopped and at step 0 (the control) over them."""
+    c, keep = r.config, r.in_range()
+    if keep.sum() < c.min_rates:
+        keep = np.ones(len(c.lrs), dtype=bool)
+    lrs = tuple(x for x, k in zip(c.lrs, keep, strict=True) if k)
+    return lrs, rate_order(lrs, r.final("entropy")[keep]), rate_order(lrs, r.entropy[keep, :, 0])
+
+
+def summary(r: RatesResult) -> str:
+    """One line per learning rate of Figure 10's grid: how its runs ended, where they stopped, and the mean over
+    seeds of the authors' entropy (at step 0 and at the stop), the causal-support share and the held-out loss."""
+    c, lines = r.config, []
+    for i, lr in enumerate(c.lrs):
+        ends = ", ".join(f"{int((r.status[i] == s).sum())} {lm_converge.STATUS[s]}" for s in range(3)
+                         if (r.status[i] == s).any())
+        lines.append(f"rate {lr:g}: {ends}; stopped at {r.stop[i].tolist()}; entropy {r.entropy[i, :, 0].mean():.3f} "
+                     f"-> {r.final('entropy')[i].mean():.3f} nats, causal share {r.final('causal')[i].mean():.3f}, "
+                     f"held-out loss {r.final('heldout_loss')[i].mean():.3f}")
+    return "\n".join(lines)
+
+
 def _criteria(depth: str):
     return (
         at_least("in_order", f"share of rate pairs with lower mean entropy at the larger rate ({depth})", 0.9, 0.7),
@@ -86,24 +109,44 @@ RULE_X7 = Rule("X7", "real-data", RateOrder, _criteria("first layer of the multi
                control=_CONTROL, note=_NOTE + " The book's extension of C41 (the paper made no multi-layer Figure 10).")
 
 
+@dataclass(frozen=True)
+class AsRun:
+    """A Figure 10 configuration as its run was made: :meth:`shortfall` counts the training text the run used
+    (its note), not the one the reader's machine holds, so a run stored without ``train.txt`` stays a reduced
+    protocol on a machine that has it."""
+
+    config: RatesConfig
+    note: str
+
+    def protocol(self) -> str:
+        return self.config.protocol()
+
+    def shortfall(self) -> tuple[str, ...]:
+        cut = ("trained on valid + test less the held-out articles: train.txt was missing when the run was made "
+               "(paper profile: train.txt)",)
+        fields = tuple(s for s in self.config.shortfall() if not s.startswith("trained on valid + test"))
+        return fields + (cut if without_train_txt(self.note) else ())
+
+
+def without_train_txt(note: str) -> bool:
+    """Whether a Chapter 8 run's note says it could not train on ``train.txt`` (the held-out-articles data)."""
+    return "could NOT train" in note
+
+
 def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
-    c, keep = r.config, r.in_range()
-    lrs = tuple(x for x, k in zip(c.lrs, keep, strict=True) if k)
+    c = r.config
+    lrs, order, control = judged(r)
     ends = {lm_converge.STATUS[s]: int((r.status == s).sum()) for s in range(3)}
-    details = (f"data: {r.note}; runs: {ends}; rates with every seed converged: {list(lrs)}; mean entropy where the "
-               f"runs stopped, by rate: {np.round(r.final('entropy').mean(1), 3).tolist()} nats (step 0 "
+    details = (f"data: {r.note}; runs: {ends}; judged on the rates {list(lrs)}; mean entropy where the runs stopped, "
+               f"by rate: {np.round(r.final('entropy').mean(1), 3).tolist()} nats (step 0 "
                f"{np.round(r.entropy[:, :, 0].mean(1), 3).tolist()}); causal-support share "
                f"{np.round(r.final('causal').mean(1), 3).tolist()}; held-out loss "
                f"{np.round(r.final('heldout_loss').mean(1), 2).tolist()}; stop steps {r.stop.tolist()}")
-    few = len(lrs) < c.min_rates
-    if few:
-        keep = np.ones(len(c.lrs), dtype=bool)
-        lrs = c.lrs
-    scope = f"{rule.claim}: {c.layers}-layer runs, first layer"
+    few = int(r.in_range().sum()) < c.min_rates
     too_small = (f"the learning-rate effect at convergence is not measured: only {int(r.in_range().sum())} of "
                  f"{len(c.lrs)} rates have every seed converged ({c.min_rates} needed); runs: {ends}") if few else ""
-    return rule.judge(rate_order(lrs, r.final("entropy")[keep]), c, control=rate_order(lrs, r.entropy[keep, :, 0]),
-                      scope=scope, details=details, link=link, too_small=too_small)
+    return rule.judge(order, AsRun(c, r.note), control=control, details=details, link=link, too_small=too_small,
+                      scope=f"{rule.claim}: {c.layers}-layer runs, first layer")
 
 
 def rates_verdicts(r: RatesResult) -> list[Verdict]:

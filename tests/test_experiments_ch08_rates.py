@@ -1,0 +1,157 @@
+"""Figure 10's experiments (``ch8-rates``: C41; ``ch8-rates-deep``: X7): runs to convergence at smoke size, the
+stored run's prefix and tamper check, and the verdict on results made to pass, fail, and leave too few converged
+rates, each against the runs at step 0."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests only
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from conftest import names  # noqa: E402
+
+from scansnap import claims, experiments, lm_converge, wikitext  # noqa: E402
+from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
+from scansnap.experiments import wikitext_rates as wr  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wikitext-2"
+needs_data = pytest.mark.skipif(not (DATA / "valid.txt").is_file() or not (DATA / "test.txt").is_file(),
+                                reason=f"WikiText-2 valid.txt/test.txt are not at {DATA}")
+C, D, N = lm_converge.CONVERGED, lm_converge.DIVERGED, lm_converge.NOT_CONVERGED
+
+
+@pytest.fixture
+def _data(monkeypatch) -> None:
+    monkeypatch.setenv(wikitext.ENV, str(DATA))
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(wikitext.ENV, str(DATA))
+        if not (DATA / "valid.txt").is_file():
+            pytest.skip("no WikiText-2")
+        return experiments.make(ch8r.RATES, profile="smoke", out=tmp_path_factory.mktemp("rates"))
+
+
+@needs_data
+def test_smoke_grid_shapes_same_start_and_table(made) -> None:
+    r, c = made.result, made.config
+    e = c.steps // c.every + 1
+    assert r.heldout_loss.shape == r.entropy.shape == r.causal.shape == (len(c.lrs), len(c.seeds), e)
+    assert r.train_loss.shape == (len(c.lrs), len(c.seeds), c.steps) and r.status.shape == r.stop.shape
+    assert (np.ptp(r.entropy[:, :, 0], axis=0) == 0).all()  # every rate of a seed starts from the same model
+    table = ch8r.RATES.figure("fig-paper-10").table(r)
+    assert len(table["lr"]) == len(c.lrs) * len(c.seeds) and set(table["status"]) <= set(lm_converge.STATUS)
+    np.testing.assert_array_equal(table["entropy"], r.final("entropy").reshape(-1))
+    assert "rate 0.5" in ch8r.summary(r)
+
+
+@needs_data
+def test_seeds_in_separate_processes_give_the_same_runs(made, monkeypatch) -> None:
+    monkeypatch.setenv(wikitext.ENV, str(DATA))
+    monkeypatch.setenv("SCANSNAP_SEED_PROCESSES", "2")
+    again = wr.run_rates(made.config)
+    np.testing.assert_array_equal(again.train_loss, made.result.train_loss)
+    np.testing.assert_array_equal(again.entropy, made.result.entropy)
+
+
+@needs_data
+def test_a_stored_grid_verifies_by_its_prefix_and_a_tampered_one_fails(made, tmp_path: Path, _data) -> None:
+    from scansnap import evidence
+
+    evidence.store(ch8r.RATES, made.config, made.result, made.wall_time_s, profile="smoke", root=tmp_path)
+    prefix = wr.rates_prefix(made.config, 3)
+    assert (prefix.steps, prefix.seeds, prefix.lrs) == (2, made.config.seeds[:1], made.config.lrs)
+    assert evidence.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path, rtol=0, atol=0) == []
+    folder = tmp_path / "evidence" / "ch8-rates" / "smoke"
+    with np.load(folder / "result.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    key = next(k for k in arrays if k.endswith("train_loss"))
+    arrays[key] = arrays[key] * 1.001
+    np.savez(folder / "result.npz", **arrays)
+    with pytest.raises(evidence.TamperedEvidenceError, match="train_loss"):
+        evidence.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path)
+
+
+def _result(final: np.ndarray, status: np.ndarray, config: wr.RatesConfig | None = None) -> wr.RatesResult:
+    """A grid whose runs stop at step 600 with the entropy ``final`` ``(R, S)``, starting at 3.0 nats."""
+    c = config or wr.RatesConfig.preset("paper")
+    shape, e = final.shape, c.steps // c.every + 1
+    curve = np.full((*shape, e), np.nan)
+    curve[:, :, 0], curve[:, :, 6] = 3.0, final
+    loss = np.where(np.isnan(curve), np.nan, 6.0)
+    return wr.RatesResult(c, "made up", loss, curve, curve / 3, np.full((*shape, c.steps), 6.0), status,
+                          np.full(shape, 600))
+
+
+def _grid(entropy_by_rate: list[float], seeds: int = 3) -> np.ndarray:
+    noise = np.random.default_rng(0).normal(0, 0.01, (len(entropy_by_rate), seeds))
+    return np.asarray(entropy_by_rate)[:, None] + noise
+
+
+def test_c41_verified_when_the_converged_entropy_falls_with_the_rate_and_not_at_step_0() -> None:
+    r = _result(_grid([2.0, 1.7, 1.4, 1.1, 0.8]), np.full((5, 3), C))
+    (v,) = ch8r.rates_verdicts(r)
+    assert (v.claim, v.evidence, v.level, v.control_level) == ("C41", "real-data", "verified", "not reproduced")
+    assert v.numbers["in_order"] == 1 and v.numbers["ratio"] == pytest.approx(0.4, abs=0.01)
+    assert v.control["in_order"] == 0 and v.control["ratio"] == 1
+
+
+def test_c41_fails_on_no_ordering_and_that_is_inconclusive_below_the_paper_protocol() -> None:
+    flat = _result(_grid([1.5, 1.5, 1.5, 1.5, 1.5]), np.full((5, 3), C))
+    (v,) = ch8r.rates_verdicts(flat)  # a run on train.txt at the paper's protocol
+    assert v.level == "not reproduced" and v.control_level == "not reproduced" and not v.reduced
+    (v,) = ch8r.rates_verdicts(replace(flat, note="train.txt is not in /x: could NOT train on it as the paper did"))
+    assert v.level == "inconclusive" and v.reason.startswith("reduced protocol: trained on valid + test")
+    partly = _result(_grid([2.0, 1.9, 1.95, 1.85, 1.8]), np.full((5, 3), C))  # ordered, but by 10 %
+    assert ch8r.RULE_C41.level(ch8r.judged(partly)[1]) == "partly verified"
+
+
+def test_c41_judges_only_converged_rates_and_is_inconclusive_with_too_few() -> None:
+    status = np.full((5, 3), C)
+    status[4, 1] = D  # rate 8 diverged in one seed: left out of the judgment
+    r = _result(_grid([2.0, 1.7, 1.4, 1.1, 3.0]), status)
+    lrs, order, _ = ch8r.judged(r)
+    assert lrs == (1.25, 2.0, 3.2, 5.0) and order.in_order == 1
+    assert ch8r.rates_verdicts(r)[0].level == "verified"
+    status[:3, 0] = N  # three rates stopped at the cap in one seed: 1 rate left, 3 needed
+    (v,) = ch8r.rates_verdicts(_result(_grid([2.0, 1.7, 1.4, 1.1, 0.8]), status))
+    assert v.level == "inconclusive" and "only 1 of 5 rates" in v.reason
+
+
+def test_x7_is_the_deep_experiments_claim() -> None:
+    r = _result(_grid([2.0, 1.7, 1.4, 1.1, 0.8]), np.full((5, 3), C), wr.DeepRatesConfig.preset("paper"))
+    (v,) = ch8r.deep_verdicts(r)
+    assert v.claim == "X7" and v.level == "verified" and "3-layer" in v.protocol
+    assert claims.get("X7").kind == "experiment" and ch8r.RATES_DEEP.figures[0].claims == ("X7",)
+    assert ch8r.RATES.figures[0].claims == ("C41",)
+
+
+def test_paper_presets() -> None:
+    p = wr.RatesConfig.preset("paper")
+    assert (p.lrs, p.seeds, p.layers, p.dropout) == ((1.25, 2.0, 3.2, 5.0, 8.0), (1, 2, 3), 1, 0.2)
+    assert p.rule() == lm_converge.Convergence(every=100, min_steps=600, cap=2000, tolerance=0.01)
+    assert wr.DeepRatesConfig.preset("paper").layers == 3
+    assert {cut.split()[0] for cut in wr.RatesConfig.preset("book").shortfall()} >= {"steps", "seeds:"}
+
+
+@pytest.mark.parametrize("field, value", [("lrs", (2.0, 1.0)), ("seeds", ()), ("layers", 0), ("min_rates", 9),
+                                          ("every", 0), ("tolerance", 2.0)])
+def test_bad_rates_config_names_the_field(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=names(field)):
+        wr.RatesConfig.preset("paper").replace(**{field: value})
+
+
+def test_the_gate_counts_the_training_text_the_run_used_not_the_readers() -> None:
+    """A run stored without train.txt stays reduced on a machine that has train.txt, and a run made on train.txt
+    is not reduced on a machine without it (here)."""
+    c = wr.RatesConfig.preset("paper")
+    made_here = ch8r.AsRun(c, "train.txt is not in /x: could NOT train on it as the paper did; ...")
+    assert len(made_here.shortfall()) == 1 and "train.txt was missing" in made_here.shortfall()[0]
+    assert ch8r.AsRun(c, "vocabulary: 33,278 words from train.txt").shortfall() == ()
+    assert ch8r.AsRun(c.replace(steps=1000), "from train.txt").shortfall() == ("steps 1000 (paper profile: 2000)",)
