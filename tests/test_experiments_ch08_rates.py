@@ -145,13 +145,3 @@ def test_paper_presets() -> None:
 def test_bad_rates_config_names_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=names(field)):
         wr.RatesConfig.preset("paper").replace(**{field: value})
-
-
-def test_the_gate_counts_the_training_text_the_run_used_not_the_readers() -> None:
-    """A run stored without train.txt stays reduced on a machine that has train.txt, and a run made on train.txt
-    is not reduced on a machine without it (here)."""
-    c = wr.RatesConfig.preset("paper")
-    made_here = ch8r.AsRun(c, "train.txt is not in /x: could NOT train on it as the paper did; ...")
-    assert len(made_here.shortfall()) == 1 and "train.txt was missing" in made_here.shortfall()[0]
-    assert ch8r.AsRun(c, "vocabulary: 33,278 words from train.txt").shortfall() == ()
-    assert ch8r.AsRun(c.replace(steps=1000), "from train.txt").shortfall() == ("steps 1000 (paper profile: 2000)",)

@@ -24,6 +24,7 @@ from matplotlib.figure import Figure
 from scansnap import figures, lm_converge, stats, token_stats
 from scansnap.experiments.base import Experiment, FigureSpec
 from scansnap.experiments.ch08_wikitext import CHAPTER
+from scansnap.experiments.wikitext_as_run import AsRun
 from scansnap.experiments.wikitext_rates import (
     DeepRatesConfig,
     RatesConfig,
@@ -107,30 +108,6 @@ RULE_X7 = Rule("X7", "real-data", RateOrder, _criteria("first layer of the multi
                alternative="depth removes the effect: the first-layer held-out entropy of the multi-layer model is "
                            "not ordered by the learning rate (seed noise, ratio near 1)",
                control=_CONTROL, note=_NOTE + " The book's extension of C41 (the paper made no multi-layer Figure 10).")
-
-
-@dataclass(frozen=True)
-class AsRun:
-    """A Figure 10 configuration as its run was made: :meth:`shortfall` counts the training text the run used
-    (its note), not the one the reader's machine holds, so a run stored without ``train.txt`` stays a reduced
-    protocol on a machine that has it."""
-
-    config: RatesConfig
-    note: str
-
-    def protocol(self) -> str:
-        return self.config.protocol()
-
-    def shortfall(self) -> tuple[str, ...]:
-        cut = ("trained on valid + test less the held-out articles: train.txt was missing when the run was made "
-               "(paper profile: train.txt)",)
-        fields = tuple(s for s in self.config.shortfall() if not s.startswith("trained on valid + test"))
-        return fields + (cut if without_train_txt(self.note) else ())
-
-
-def without_train_txt(note: str) -> bool:
-    """Whether a Chapter 8 run's note says it could not train on ``train.txt`` (the held-out-articles data)."""
-    return "could NOT train" in note
 
 
 def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
