@@ -46,12 +46,13 @@ def test_c40_of_a_stored_run_is_reduced_on_a_machine_with_train_txt(stored_freez
     assert naive.level == "not reproduced"
     [v] = c40_as_run(one, deep)
     assert v.level == "inconclusive" and "train.txt was missing when the run was made" in v.reason
-    assert v.numbers == naive.numbers and v.protocol == naive.protocol
+    assert v.numbers == pytest.approx(naive.numbers, nan_ok=True) and v.protocol == naive.protocol  # held: nan drifts
 
 
 def test_c40_as_run_equals_the_gate_of_this_machine_without_train_txt(stored_freeze) -> None:
     one, deep = stored_freeze
     [v], [here] = c40_as_run(one, deep), ch8.c40_verdicts(one, deep)
-    assert (v.level, v.numbers, v.reduced) == (here.level, here.numbers, (
+    assert v.numbers == pytest.approx(here.numbers, nan_ok=True)
+    assert (v.level, v.reduced) == (here.level, (
         "trained on valid + test less the held-out articles: train.txt was missing when the run was made (paper "
         "profile: train.txt)",))
