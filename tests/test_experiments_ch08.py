@@ -173,7 +173,7 @@ def test_the_paper_protocol_gates_both_experiments() -> None:
     Figure 7, runs to convergence capped at 2,000 steps for Figure 10) is the paper preset; the book's run is
     reduced on steps, vocabulary and training split."""
     for cls, steps, book_steps in ((ch8.FreezeConfig, 1500, 450), (ch8.DeepConfig, 1500, 450),
-                                   (ch8n.NopeConfig, 1500, 450), (ch8r.RatesConfig, 2000, 120)):
+                                   (ch8n.NopeConfig, 1500, 150), (ch8r.RatesConfig, 2000, 120)):
         paper, book = cls.preset("paper"), cls.preset("book")
         assert (paper.vocab_cap, paper.max_train_tokens, paper.steps, paper.batch, paper.bptt) == (
             None, None, steps, 20, 35)

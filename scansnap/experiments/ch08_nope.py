@@ -43,7 +43,10 @@ class NopeConfig(FreezeConfig):
     min_pairs: int = 200
     PRESETS = {
         "smoke": dict(FreezeConfig.PRESETS["smoke"], seeds=(1,), stat_sequences=32, pairs=8, min_pairs=4),
-        "book": dict(FreezeConfig.PRESETS["book"], seeds=(1,), stat_sequences=2000),
+        # 150 steps at the book profile: Chapter 8 runs within 3 minutes on one core (Binder), its Figure 7
+        # shown from stored paper-protocol runs
+        "book": dict(FreezeConfig.PRESETS["book"], seeds=(1,), stat_sequences=2000, steps=150, every=50, window=50,
+                     shown=(0, 50, 100, 150)),
         "paper": {},
     }
 
