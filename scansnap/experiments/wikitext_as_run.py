@@ -19,6 +19,8 @@ from typing import Any
 from scansnap.experiments import ch08_wikitext as ch8
 from scansnap.verdicts import Verdict
 
+__all__ = ["AsRun", "c40_as_run", "without_train_txt"]
+
 # The gate's words for the fallback text (``ch08_wikitext.WikiConfig.shortfall``), replaced by the run's own.
 _FALLBACK = "trained on valid + test"
 _MISSING = ("trained on valid + test less the held-out articles: train.txt was missing when the run was made "
