@@ -1,5 +1,5 @@
 """Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap evidence
-list | verify [<experiment-id>] [--steps N]``, ``python -m scansnap claims
+list | verify [<experiment-id>] [--steps N] [--horizon H]``, ``python -m scansnap claims
 [--write-lock | --check-lock]`` and ``python -m scansnap rules [--write --reason ... | --check]``.
 
 ``claims`` prints the ledger of the verdicts recorded under the artifacts folder; ``--check-lock`` compares them
@@ -69,7 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("experiment", nargs="?", default=None,
                     help="with verify: an experiment id (default: every stored item)")
     ev.add_argument("--profile", choices=profiles.PROFILES, default="paper", help="the store's profile")
-    ev.add_argument("--steps", type=int, default=None, help="with verify: re-run only the first STEPS steps")
+    ev.add_argument("--steps", type=int, default=None,
+                    help="with verify: re-run the first STEPS steps (default: up to the horizon's first checkpoint)")
+    ev.add_argument("--horizon", type=int, default=evidence.HORIZON,
+                    help=f"with verify: compare the checkpoints up to this step (default {evidence.HORIZON}: later, "
+                         "another machine's float sums have made SGD diverge; larger on the machine that made it)")
     ev.add_argument("--root", type=Path, default=None, help="the folder holding evidence/ (default: the checkout)")
     cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
     mode = cl.add_mutually_exclusive_group()
@@ -236,7 +240,7 @@ def _evidence(args: argparse.Namespace) -> int:
             exp = experiments.resolve(exp_id)
             problems = evidence.check(exp, profile, args.root)
             if args.action == "verify" and not problems:
-                problems = evidence.verify(exp, profile, args.steps, args.root)
+                problems = evidence.verify(exp, profile, args.steps, args.root, horizon=args.horizon)
         except (ValueError, FileNotFoundError) as err:
             problems = [str(err)]
         failed += bool(problems)

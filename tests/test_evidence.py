@@ -60,6 +60,37 @@ def plot(r):
     return fig
 
 
+EPS = 0.0  # a relative change of x0 in run_logistic: the last bits another machine's float sums would change
+
+
+@dataclass(frozen=True)
+class LogisticConfig(Config):
+    steps: int = 60
+    x0: float = 0.3
+    r: float = 4.0
+    PRESETS = {"smoke": {}, "book": {}, "paper": {}}
+
+    def protocol(self) -> str:
+        return f"the logistic map, {self.steps} steps"
+
+
+@dataclass(frozen=True)
+class LogisticResult:
+    config: LogisticConfig
+    x: np.ndarray
+
+
+def run_logistic(c, progress=None):
+    x = [c.x0 * (1 + EPS)]
+    for _ in range(c.steps):
+        x.append(c.r * x[-1] * (1 - x[-1]))
+    return LogisticResult(c, np.array(x))
+
+
+LOGISTIC = Experiment(id="test-logistic", chapter="book/chapters/01-setting", config=LogisticConfig,
+                      result=LogisticResult, run=run_logistic, figures=(), prefix=lambda c, n: replace(c, steps=n),
+                      checkpoints=lambda r: {"x": (np.arange(len(r.x)), r.x)})
+
 EXP = Experiment(id="test-walk", chapter="book/chapters/01-setting", config=WalkConfig, result=WalkResult, run=run,
                  figures=(FigureSpec("fig-test-walk", "A random walk.", (), plot,
                                      lambda r: {"step": r.steps, "x": r.position[:, 0]}),),
@@ -68,8 +99,8 @@ EXP = Experiment(id="test-walk", chapter="book/chapters/01-setting", config=Walk
 
 
 @pytest.fixture
-def walk(tmp_path: Path):
-    """A tiny experiment in a module of its own (so that editing its file makes its store stale)."""
+def module(tmp_path: Path):
+    """Tiny experiments in a module of their own (so that editing its file makes their stores stale)."""
     path = tmp_path / "walk.py"
     path.write_text(WALK)
     name = f"walk_{uuid.uuid4().hex}"
@@ -77,8 +108,14 @@ def walk(tmp_path: Path):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    yield module.EXP, path
+    yield module, path
     del sys.modules[name]
+
+
+@pytest.fixture
+def walk(module):
+    """A random walk, checkpointed every 10 steps."""
+    return module[0].EXP, module[1]
 
 
 def _store(exp, root: Path) -> Path:
@@ -151,15 +188,40 @@ def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_
 
 
 def test_verify_compares_the_checkpoints_of_the_rerun_prefix(walk, tmp_path: Path) -> None:
-    """A re-run that differs (here: another seed, standing in for other kernels or a wrong step) is caught at the
-    checkpoints both runs have, and a re-run within the tolerance passes."""
+    """A re-run that differs (here: another seed) is caught at the checkpoints both runs have up to the horizon,
+    and a re-run within the tolerance passes."""
     exp, _ = walk
     _store(exp, tmp_path)
     other = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, seed=c.seed + 1))
-    problems = evidence.verify(other, steps=20, root=tmp_path)
-    assert len(problems) == 1 and problems[0].startswith("position: differs at steps [0, 10, 20]")
+    problems = evidence.verify(other, steps=20, root=tmp_path, horizon=20)
+    assert len(problems) == 1 and problems[0].startswith("position: differs at steps [10, 20] (of [0, 10, 20])")
+    assert evidence.verify(other, steps=20, root=tmp_path, horizon=15)[0].startswith("position: differs at steps [10]")
     jitter = dataclasses.replace(exp, checkpoints=lambda r: {"position": (r.steps, r.position * (1 + 1e-7))})
-    assert evidence.verify(jitter, steps=20, root=tmp_path) == []
+    assert evidence.verify(jitter, steps=20, root=tmp_path, horizon=20) == []
+    assert evidence.verify(other, steps=20, root=tmp_path, horizon=5) == []  # every walk starts at 0
+    late = dataclasses.replace(exp, checkpoints=lambda r: {"position": (r.steps[1:], r.position[1:])})
+    assert evidence.verify(late, steps=20, root=tmp_path) == ["no curve has a checkpoint up to step 5"]
+    with pytest.raises(ValueError, match="horizon"):
+        evidence.verify(exp, root=tmp_path, horizon=-1)
+
+
+def test_verify_stops_at_the_horizon_where_last_bits_have_grown_but_catches_a_wrong_run_within_it(
+        module, tmp_path: Path) -> None:
+    """The logistic map at r = 4 doubles a difference every step, as SGD on the Chapter 8 model grows one about
+    tenfold every two or three: a 1e-9 change of the start (standing in for another machine's last bits) fails
+    the whole run's comparison and passes the default horizon's; a wrong start or rate fails within it."""
+    mod, _ = module
+    exp = mod.LOGISTIC
+    _store(exp, tmp_path)
+    assert evidence.verify(exp, root=tmp_path, horizon=60) == []
+    mod.EPS = 1e-9
+    assert evidence.verify(exp, root=tmp_path, horizon=60)[0].startswith("x: differs at steps [")
+    assert evidence.verify(exp, root=tmp_path) == []
+    mod.EPS = 0.0
+    start = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, x0=c.x0 + 1e-3))
+    assert evidence.verify(start, root=tmp_path)[0].startswith("x: differs at steps [0, 1, 2, 3, 4]")
+    rate = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, r=3.99))
+    assert evidence.verify(rate, root=tmp_path)[0].startswith("x: differs at steps [1, 2, 3, 4, 5] (of [0, 1, 2")
 
 
 def test_a_failed_store_leaves_nothing_behind(walk, tmp_path: Path) -> None:

@@ -119,9 +119,12 @@ def test_c41_judges_only_converged_rates_and_is_inconclusive_with_too_few() -> N
     lrs, order, _ = ch8r.judged(r)
     assert lrs == (1.25, 2.0, 3.2, 5.0) and order.in_order == 1
     assert ch8r.rates_verdicts(r)[0].level == "verified"
+    assert "judged on the rates [1.25, 2.0, 3.2, 5.0]" in ch8r.rates_verdicts(r)[0].details
     status[:3, 0] = N  # three rates stopped at the cap in one seed: 1 rate left, 3 needed
     (v,) = ch8r.rates_verdicts(_result(_grid([2.0, 1.7, 1.4, 1.1, 0.8]), status))
     assert v.level == "inconclusive" and "only 1 of 5 rates" in v.reason
+    assert "too few rates converged to judge; measured on every rate [1.25, 2.0, 3.2, 5.0, 8.0]" in v.details
+    assert "judged on" not in v.details
 
 
 def test_x7_is_the_deep_experiments_claim() -> None:

@@ -114,12 +114,14 @@ def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
     c = r.config
     lrs, order, control = judged(r)
     ends = {lm_converge.STATUS[s]: int((r.status == s).sum()) for s in range(3)}
-    details = (f"data: {r.note}; runs: {ends}; judged on the rates {list(lrs)}; mean entropy where the runs stopped, "
+    few = int(r.in_range().sum()) < c.min_rates
+    on = (f"too few rates converged to judge; measured on every rate {list(lrs)}" if few
+          else f"judged on the rates {list(lrs)}")
+    details = (f"data: {r.note}; runs: {ends}; {on}; mean entropy where the runs stopped, "
                f"by rate: {np.round(r.final('entropy').mean(1), 3).tolist()} nats (step 0 "
                f"{np.round(r.entropy[:, :, 0].mean(1), 3).tolist()}); causal-support share "
                f"{np.round(r.final('causal').mean(1), 3).tolist()}; held-out loss "
                f"{np.round(r.final('heldout_loss').mean(1), 2).tolist()}; stop steps {r.stop.tolist()}")
-    few = int(r.in_range().sum()) < c.min_rates
     too_small = (f"the learning-rate effect at convergence is not measured: only {int(r.in_range().sum())} of "
                  f"{len(c.lrs)} rates have every seed converged ({c.min_rates} needed); runs: {ends}") if few else ""
     return rule.judge(order, AsRun(c, r.note), control=control, details=details, link=link, too_small=too_small,
