@@ -14,7 +14,16 @@ from collections.abc import Iterable
 from scansnap import claims
 from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
 
-__all__ = ["evidence", "glue_value", "record", "show", "undecided"]
+__all__ = ["LEDGER", "claim_link", "evidence", "glue_value", "record", "show", "undecided"]
+
+LEDGER = "../claims.html"
+"""The claims ledger (``book/claims.html``) as a chapter page (``book/chapters/*.html``) links to it."""
+
+
+def claim_link(claim_id: str, ledger: str = LEDGER) -> str:
+    """The claim id as an HTML link to its row of the claims ledger (``claims.html#C38``), for a chapter's verdict
+    table or prose (raw HTML: a Markdown link to an ``.html`` file would be read as a cross-reference)."""
+    return f'<a href="{ledger}#{claim_id}">{claim_id}</a>'
 
 
 def _glue(key: str, value: object) -> None:
@@ -71,7 +80,8 @@ def record(verdicts: Iterable[Verdict]):
     rows = ["| claim | evidence | verdict | numbers (and the control's) |", "|---|---|---|---|"]
     for v in made:
         _glue(f"verdict-{v.claim}-{v.evidence}", Markdown(f"**{v.level}**"))
-        rows.append(f"| {v.claim} | {EVIDENCE[v.evidence]} | **{v.label()}** | {v.summary().replace('|', '/')} |")
+        rows.append(f"| {claim_link(v.claim)} | {EVIDENCE[v.evidence]} | **{v.label()}** | "
+                    f"{v.summary().replace('|', '/')} |")
     for cid in dict.fromkeys(v.claim for v in made):
         _glue(f"verdict-{cid}", Markdown(f"**{claims.headline(cid)}**"))
     return Markdown("\n".join(rows) + "\n\n" + undecided(made))
@@ -95,6 +105,6 @@ def undecided(made: Iterable[Verdict]) -> str:
         else:
             decide = (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same "
                       "rule) already shows, e.g. a longer horizon or a larger effect size")
-        lines.append(f"- **{v.claim}** ({v.evidence}) is inconclusive here: {v.reason}. What would decide it: "
-                     f"{decide}.")
+        lines.append(f"- **{claim_link(v.claim)}** ({v.evidence}) is inconclusive here: {v.reason}. What would "
+                     f"decide it: {decide}.")
     return ("**Undecided here**\n\n" + "\n".join(lines)) if lines else ""
