@@ -31,6 +31,7 @@ from scansnap.verdicts import Rule
 __all__ = [
     "LOCK_PROFILE",
     "check_lock",
+    "changes_markdown",
     "check_rules",
     "ledger_folder",
     "lock_state",
@@ -284,10 +285,13 @@ def markdown(base: str = "", rules_path: Path | None = None, lock_path: Path | N
         cells = [f'<span id="{c.id.lower()}"></span>{cid}', c.statement, c.where, f"**{head}**", evidence, beside,
                  where]
         rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows) + "\n\n" + _changes_markdown(lock_path) + _rules_markdown(base, rules_path)
+    return "\n".join(rows) + "\n\n" + changes_markdown(lock_path) + _rules_markdown(base, rules_path)
 
 
-def _changes_markdown(lock_path: Path | None) -> str:
+def changes_markdown(lock_path: Path | None = None) -> str:
+    """The verdicts that changed at the last lock of ``ledger/verdicts-book.json`` (or ``lock_path``), as a
+    markdown paragraph and list with the lock's date, commit and reason ("" when nothing changed or there is no
+    lock)."""
     try:
         changes = read_lock(lock_path).get("changes", [])
     except FileNotFoundError:

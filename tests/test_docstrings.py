@@ -56,6 +56,7 @@ EXEMPT = {
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",
     "scansnap.figures": "the figure gallery, figure provenance and citations (book/figures.md)",
     "scansnap.ledger": "the locked rules and verdicts (ledger/), and the claims ledger page (book/claims.md)",
+    "scansnap.ledger_page": "the claims ledger as a navigable page (book/claims.md): picture, sort, filter, anchors",
     "scansnap.profiles": "the smoke / book / paper profiles of DESIGN.md",
     "scansnap.provenance": "the version and commit each chapter prints first",
     "scansnap.results": "typed configs with presets and saved results (DESIGN.md)",

@@ -94,7 +94,8 @@ def test_no_import_cycles() -> None:
 BOTTOM = ("scansnap._checks", "scansnap._io", "scansnap._threads", "scansnap.profiles", "scansnap.data",
           "scansnap.model", "scansnap.metrics", "scansnap.figures", "scansnap.verdicts", "scansnap.claims",
           "scansnap.results", "scansnap.provenance", "scansnap.closure")
-TOP = ("scansnap.cli", "scansnap.__main__", "scansnap.book", "scansnap.ledger", "scansnap.evidence")
+TOP = ("scansnap.cli", "scansnap.__main__", "scansnap.book", "scansnap.ledger", "scansnap.ledger_page",
+       "scansnap.evidence")
 
 
 def test_layers_point_down() -> None:

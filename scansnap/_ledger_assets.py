@@ -1,0 +1,158 @@
+"""The stylesheet and script of the claims ledger page (:mod:`scansnap.ledger_page`), inlined into that page only.
+
+Hand-written rather than a table library: the page needs four filters, a sort, anchors that reveal their row and a
+layout that turns rows into cards on a narrow screen. DataTables (through itables) would add about 100 KB of script
+per page, re-render the rows it sorts (the statements' typeset math with them), and has no card layout for narrow
+screens without its Responsive extension. This script sorts and hides the server-rendered rows in place (about 3 KB).
+No text here may hold two opening braces in a row: MyST's substitution extension reads them as a template.
+"""
+
+from __future__ import annotations
+
+STYLE = """<style>
+#ledger { container-type: inline-size; }
+#ledger .lp-legend, #ledger .lp-controls { display: flex; flex-wrap: wrap; gap: .3em .9em; align-items: center;
+  margin: .4em 0; font-size: .85em; }
+#ledger .lp-sw { display: inline-block; width: 1em; height: 1em; border-radius: 3px; vertical-align: -.15em;
+  margin-right: .25em; border: 1px solid #555; }
+#ledger .lp-chapters { display: grid; grid-template-columns: minmax(8em, 14em) 1fr; gap: .25em .6em;
+  align-items: start; margin: .4em 0 .8em; }
+#ledger .lp-chapter-name { font-size: .85em; padding-top: .2em; }
+#ledger .lp-chips { display: flex; flex-wrap: wrap; gap: .25em; }
+#ledger a.lp-chip { display: inline-flex; flex-direction: column; align-items: center; min-width: 3.6em;
+  padding: .1em .3em; border-radius: 4px; border: 1px solid #555; font-size: .8em; line-height: 1.25;
+  text-decoration: none; }
+#ledger a.lp-chip:hover, #ledger a.lp-chip:focus { outline: 2px solid #0969da; }
+#ledger .lp-marks { display: flex; gap: 2px; min-height: 9px; }
+#ledger svg.lp-mk { width: 9px; height: 9px; fill: currentColor; stroke: currentColor; stroke-width: 1.4; }
+#ledger svg.lp-mk.lp-beside { fill: none; }
+#ledger .v-verified { background: #1b7837; color: #fff; }
+#ledger .v-partly-verified { background: #a6dba0; color: #111; }
+#ledger .v-inconclusive { background: #e0e0e0; color: #111; }
+#ledger .v-not-reproduced { background: #9e1f63; color: #fff; }
+#ledger .v-not-yet-checked { background: #fff; color: #111; border-style: dashed; }
+#ledger .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
+#ledger .lp-controls select, #ledger .lp-controls input, #ledger .lp-controls button { font: inherit;
+  max-width: 14em; }
+#ledger .lp-count { font-weight: 600; }
+#ledger .lp-scroll { overflow-x: auto; max-width: 100%; }
+#ledger table.lp-table { width: 100%; border-collapse: collapse; font-size: .85em; margin: 0; }
+#ledger .lp-table th, #ledger .lp-table td { border-bottom: 1px solid #ccc; padding: .35em .4em;
+  vertical-align: top; text-align: left; overflow-wrap: anywhere; }
+#ledger .lp-table td.lp-statement { min-width: 13em; overflow-wrap: normal; }
+#ledger .lp-where { font-size: .85em; color: #555; overflow-wrap: normal; min-width: 5em; }
+#ledger .lp-table td p { margin: 0 0 .3em; }
+#ledger .lp-table th button { font: inherit; font-weight: 600; background: none; border: 0; padding: 0;
+  color: inherit; cursor: pointer; text-align: left; }
+#ledger .lp-table th[aria-sort="ascending"] button::after { content: " \\25B2"; }
+#ledger .lp-table th[aria-sort="descending"] button::after { content: " \\25BC"; }
+#ledger .lp-table tr[hidden] { display: none !important; }
+#ledger .lp-table tr:target, #ledger .lp-table tr.lp-target { outline: 2px solid #0969da; outline-offset: -2px; }
+#ledger .lp-table tr { scroll-margin-top: 5em; }
+#ledger .lp-ev { display: inline-block; margin: 0 .2em .2em 0; padding: 0 .3em; border-radius: 3px;
+  border: 1px solid #555; white-space: normal; overflow-wrap: normal; }
+#ledger .lp-tag { font-size: .8em; border: 1px solid #888; border-radius: 3px; padding: 0 .25em;
+  white-space: nowrap; }
+#ledger details.lp-more { font-size: .92em; }
+#ledger details.lp-more ul, #ledger details.lp-more ol { margin: .2em 0 .4em; padding-left: 1.2em; }
+@container (max-width: 40em) {
+  #ledger .lp-chapters { grid-template-columns: 1fr; }
+  #ledger .lp-chapter-name { padding-top: .4em; }
+  #ledger .lp-table thead { position: absolute; width: 1px; height: 1px; overflow: hidden;
+    clip: rect(0 0 0 0); }
+  #ledger .lp-table, #ledger .lp-table tbody, #ledger .lp-table tr, #ledger .lp-table td { display: block;
+    width: 100%; box-sizing: border-box; }
+  #ledger .lp-table tr { border: 1px solid #bbb; border-radius: 6px; margin-bottom: .6em; }
+  #ledger .lp-table td { border: 0; padding: .2em .6em; min-width: 0; }
+  #ledger .lp-table td::before { content: attr(data-label); display: block; font-size: .78em; font-weight: 600;
+    color: #555; }
+  #ledger .lp-table td.lp-id::before { content: none; }
+}
+</style>"""
+
+SCRIPT = """<script>
+(function () {
+  "use strict";
+  var root = document.getElementById("ledger");
+  if (!root) return;
+  var tbody = root.querySelector("table.lp-table tbody");
+  var rows = Array.prototype.slice.call(tbody.rows);
+  var filters = Array.prototype.slice.call(root.querySelectorAll("[data-filter]"));
+  var heads = Array.prototype.slice.call(root.querySelectorAll("th[data-sort]"));
+  var picker = root.querySelector("select[data-sort-select]");
+  var count = root.querySelector(".lp-count");
+  var state = { key: "claim", ascending: true };
+
+  function matches(row) {
+    return filters.every(function (f) {
+      var want = f.value.trim().toLowerCase();
+      if (!want) return true;
+      var key = f.getAttribute("data-filter");
+      if (key === "text") {  // the claim's id, where the paper makes it, its statement (not the unfolded rules)
+        var statement = row.cells[1].querySelector("p") || row.cells[1];
+        return (row.cells[0].textContent + " " + statement.textContent).toLowerCase().indexOf(want) >= 0;
+      }
+      return (row.getAttribute("data-" + key) || "").split(" ").indexOf(want) >= 0;
+    });
+  }
+
+  function apply() {
+    var shown = 0;
+    rows.forEach(function (row) {
+      row.hidden = !matches(row);
+      if (!row.hidden) shown += 1;
+    });
+    count.textContent = shown + " of " + rows.length + " claims shown";
+  }
+
+  function sortBy(key, ascending) {
+    state.key = key;
+    state.ascending = ascending;
+    var value = function (row, k) { return Number(row.getAttribute("data-sort-" + k)); };
+    rows.slice().sort(function (a, b) {
+      var d = value(a, key) - value(b, key);
+      return (ascending ? d : -d) || value(a, "claim") - value(b, "claim");
+    }).forEach(function (row) { tbody.appendChild(row); });
+    heads.forEach(function (th) {
+      var on = th.getAttribute("data-sort") === key;
+      th.setAttribute("aria-sort", on ? (ascending ? "ascending" : "descending") : "none");
+    });
+    if (picker) picker.value = key + (ascending ? ":asc" : ":desc");
+  }
+
+  function reset() {
+    filters.forEach(function (f) { f.value = ""; });
+    apply();
+  }
+
+  function reveal() {
+    var id = decodeURIComponent(window.location.hash.slice(1));
+    var el = id ? document.getElementById(id) : null;
+    var row = el && el.closest ? el.closest("tr") : null;
+    rows.forEach(function (r) { r.classList.remove("lp-target"); });
+    if (!row || rows.indexOf(row) < 0) return;
+    if (row.hidden) reset();
+    row.classList.add("lp-target");
+    row.scrollIntoView();
+  }
+
+  filters.forEach(function (f) { f.addEventListener(f.tagName === "INPUT" ? "input" : "change", apply); });
+  heads.forEach(function (th) {
+    th.querySelector("button").addEventListener("click", function () {
+      var key = th.getAttribute("data-sort");
+      sortBy(key, state.key === key ? !state.ascending : true);
+    });
+  });
+  if (picker) picker.addEventListener("change", function () {
+    var parts = picker.value.split(":");
+    sortBy(parts[0], parts[1] !== "desc");
+  });
+  root.querySelector("button[data-reset]").addEventListener("click", function () {
+    reset();
+    sortBy("claim", true);
+  });
+  window.addEventListener("hashchange", reveal);
+  apply();
+  if (window.location.hash) reveal();
+})();
+</script>"""
