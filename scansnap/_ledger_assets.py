@@ -40,6 +40,7 @@ STYLE = """<style>
 #ledger .lp-table th, #ledger .lp-table td { border-bottom: 1px solid #ccc; padding: .35em .4em;
   vertical-align: top; text-align: left; overflow-wrap: anywhere; }
 #ledger .lp-table td.lp-statement { min-width: 13em; overflow-wrap: normal; }
+#ledger .lp-decides { font-size: .9em; margin-top: .25em; }
 #ledger .lp-where { font-size: .85em; color: #555; overflow-wrap: normal; min-width: 5em; }
 #ledger .lp-table td p { margin: 0 0 .3em; }
 #ledger .lp-table th button { font: inherit; font-weight: 600; background: none; border: 0; padding: 0;

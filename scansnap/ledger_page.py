@@ -226,13 +226,15 @@ def _more(row: LedgerRow, base: str) -> str:
             f'{"".join(blocks)}</details>')
 
 
-_COLUMNS = (("claim", "claim"), ("statement", ""), ("verdict", "verdict"), ("evidence that decides it", ""),
-            ("beside it (does not decide)", ""), ("checked in", "chapter"))
+_COLUMNS = (("claim", "claim"), ("statement", ""), ("verdict", "verdict"), ("beside it (does not decide)", ""),
+            ("chapter", "chapter"))
 
 
 def table(found: list[LedgerRow], base: str = "") -> str:
-    """The ledger's table as MyST markdown: raw HTML rows (``<tr id="C24">``, with ``data-chapter``,
-    ``data-verdict``, ``data-evidence``, ``data-origin`` to filter on and ``data-sort-*`` keys to sort by), each
+    """The ledger's table as MyST markdown (columns: claim and where the paper makes it, statement, headline with
+    the evidence that decides it, the evidence beside it, where it is checked): raw HTML rows
+    (``<tr id="C24">``, with ``data-chapter``, ``data-verdict``, ``data-evidence``, ``data-origin`` to filter on and
+    ``data-sort-*`` keys to sort by), each
     claim's statement as markdown between blank lines inside its cell, and a collapsed block per claim with its
     verdicts' rules and numbers, its rules' histories and its verdict changes.
 
@@ -261,10 +263,11 @@ def table(found: list[LedgerRow], base: str = "") -> str:
         links = dict.fromkeys(v.link or f"{c.chapter}.html" for v in (*r.deciding, *r.beside)) or {
             f"{c.chapter}.html": None}
         where = "<br>".join(f'<a href="{base}{h}">{_e(_place(h))}</a>' for h in links)
-        cells = [("verdict", f'<span class="lp-ev v-{verdict_slug(r.headline)}">{_e(r.headline)}</span>'),
-                 ("evidence that decides it", " ".join(_ev(v) for v in r.deciding) or "-"),
+        decides = " ".join(_ev(v) for v in r.deciding) or "no deciding evidence yet"
+        cells = [("verdict", f'<span class="lp-ev v-{verdict_slug(r.headline)}"><b>{_e(r.headline)}</b></span>'
+                             f'<div class="lp-decides">decided by: {decides}</div>'),
                  ("beside it (does not decide)", " ".join(_ev(v, True) for v in r.beside) or training),
-                 ("checked in", where if r.deciding or r.beside else f"planned: {where}")]
+                 ("chapter", where if r.deciding or r.beside else f"planned: {where}")]
         parts.append(_more(r, base) + "</td>" + "".join(f'<td data-label="{k}">{v}</td>' for k, v in cells)
                      + "</tr>")
     parts.append("</tbody></table></div>")
