@@ -116,7 +116,6 @@ def test_ledger_fits_the_window(browser, ledger_url: str, width: int) -> None:
         fit = page.evaluate(_FIT)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"claims-ledger-{width}-top.png"))
-        page.locator("#ledger table.lp-table").scroll_into_view_if_needed()
         page.evaluate("() => document.querySelector('#ledger .lp-scroll').scrollIntoView()")
         page.screenshot(path=str(SCREENSHOTS / f"claims-ledger-{width}-table.png"))
         assert not problems, "\n".join(problems)
@@ -181,6 +180,7 @@ def test_ledger_filters(browser, ledger_url: str) -> None:
         assert rows and len(rows) < len(IDS) and {r["origin"] for r in rows} == {"book"}
         rows = _select(page, "chapter", "9")
         assert rows and {(r["origin"], r["chapter"]) for r in rows} == {("book", "9")}
+        page.evaluate("() => document.querySelector('#ledger .lp-controls').scrollIntoView()")
         page.screenshot(path=str(SCREENSHOTS / "claims-ledger-400-filtered.png"))
         page.click("#ledger button[data-reset]")
         page.fill("#ledger input[data-filter=text]", "WikiText")
