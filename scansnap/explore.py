@@ -1,0 +1,188 @@
+"""Explorable figures: the data behind a re-made paper figure, with sliders and menus, in the rendered book.
+
+The four explorables of the book (Figures 3 and 9 in Chapter 6, Figure 4 in Chapter 5, Figure 6 in Chapter 7,
+Figure 7 in Chapter 8) are built by :mod:`scansnap.explore_figures` from results the chapters already compute; this
+module holds what they share: :class:`Control` (a slider or a menu), :class:`Explorable` (a Plotly figure plus one
+precomputed state per combination of its controls) and the HTML that makes it respond.
+
+**Why Plotly.** Its JavaScript, ``plotly.min.js``, ships inside the Python package (:func:`plotly_js`), so the book
+serves it from its own files (``_static/plotly/plotly.min.js``, copied once per build by the ``scansnap_plotly``
+Sphinx extension, and loaded only by pages that hold an explorable): no CDN, no outside request, no server.
+Sliders and menus (``layout.sliders``, ``layout.updatemenus``) are part of the figure itself; each control here uses
+Plotly's ``"skip"`` method and a few lines of page script (:data:`SCRIPT`) that track every control's position and
+apply the precomputed state of their combination (``Plotly.update``): two controls (e.g. ``eta_Y`` and
+``eta_Z``) act together, which Plotly's own per-step updates cannot express. The page never embeds
+``plotly.min.js`` (``include_plotlyjs=False``); the static PNG/SVG beside each explorable stays the citable figure.
+
+In a notebook (Binder, JupyterLab) the same object displays as a Plotly figure in its first state (MIME type
+``application/vnd.plotly.v1+json``); its controls act only in the built book.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["SCRIPT", "Control", "Explorable", "plotly_js", "rounded"]
+
+SCRIPT = """(function () {
+  var gd = document.getElementById('{plot_id}');
+  var spec = %s;
+  var pos = spec.active.slice();
+  function apply() {
+    var k = 0;
+    for (var i = 0; i < pos.length; i++) { k = k * spec.sizes[i] + pos[i]; }
+    var s = spec.states[k];
+    gd.dataset.state = String(k);
+    return Plotly.update(gd, s.data, s.layout || {}, s.traces);
+  }
+  gd.on('plotly_sliderchange', function (e) { pos[spec.index[e.slider.name]] = parseInt(e.step.value, 10); apply(); });
+  gd.on('plotly_buttonclicked', function (e) { pos[spec.index[e.menu.name]] = e.active; apply(); });
+  gd.explorable = {spec: spec, position: pos, apply: apply};
+})();"""
+"""The page script of every explorable (``%s``: its :meth:`Explorable.spec` as JSON; ``{plot_id}``: the plot's
+``div``, filled by Plotly). It keeps each control's position, applies the state of their combination (row-major
+over the controls, the first slowest) and exposes ``gd.explorable`` (the spec, the positions, ``apply()``) and
+``gd.dataset.state`` (the index of the state shown) for the book's browser tests."""
+
+
+def plotly_js() -> Path:
+    """The ``plotly.min.js`` that the installed Plotly package ships (what the book serves, once, for Figures 3-9's
+    explorables)."""
+    import plotly
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    if not path.is_file():
+        raise FileNotFoundError(f"the plotly package has no {path}: reinstall plotly (requirements.txt)")
+    return path
+
+
+def rounded(x: object, digits: int = 4) -> list:
+    """``x`` (any shape) as nested lists of floats rounded to ``digits`` significant digits, ``nan``/``inf`` as
+    ``None`` (JSON has no nan): how the explorables of Figures 3-9 keep their page size small."""
+    a = np.asarray(x, dtype=np.float64)
+    out = np.zeros_like(a)
+    finite = np.isfinite(a) & (a != 0)
+    mag = np.floor(np.log10(np.abs(a[finite])))
+    scale = 10.0 ** (digits - 1 - mag)
+    out[finite] = np.round(a[finite] * scale) / scale
+    listed = out.tolist()
+    bad = ~np.isfinite(a)
+    if not bad.any():
+        return listed
+    return _none_where(listed, bad.tolist())
+
+
+def _none_where(values, bad):
+    if isinstance(values, list):
+        return [_none_where(v, b) for v, b in zip(values, bad, strict=True)]
+    return None if bad else values
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control of an explorable figure (Figures 3-9's explorables): a ``"slider"`` or a ``"menu"`` (a row of
+    buttons) named ``name``, whose positions are ``labels`` (``(P,)``), shown first at ``active``."""
+
+    name: str
+    title: str
+    labels: tuple[str, ...]
+    kind: str = "slider"
+    active: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("slider", "menu"):
+            raise ValueError(f"kind: must be 'slider' or 'menu'; got {self.kind!r}")
+        if not self.labels:
+            raise ValueError(f"labels of {self.name!r}: must not be empty")
+        if not 0 <= self.active < len(self.labels):
+            raise ValueError(f"active: must be in [0, {len(self.labels)}); got {self.active}")
+
+
+@dataclass(frozen=True)
+class Explorable:
+    """An explorable figure (Figures 3, 4, 6, 7 and 9 of the paper, Chapters 5-8): a Plotly ``figure`` whose
+    ``controls`` pick one of ``states``.
+
+    Attributes:
+        name: the figure's anchor in its chapter (e.g. ``explore-fig3``); the plot's ``div`` is ``<name>-plot``.
+        figure: a ``plotly.graph_objects.Figure`` drawn in the first state (the controls' ``active`` positions).
+        controls: ``(C,)`` the sliders and menus, in the order of the state index.
+        states: ``prod(len(c.labels))`` states, row-major over ``controls`` (the first slowest); each a dict with
+            ``traces`` (trace indices), ``data`` (attribute -> one value per listed trace, as
+            ``Plotly.update`` takes it) and optionally ``layout`` (a ``Plotly.update`` layout dict).
+    """
+
+    name: str
+    figure: object
+    controls: tuple[Control, ...]
+    states: tuple[dict, ...] = field(repr=False)
+
+    def __post_init__(self) -> None:
+        n = math.prod(len(c.labels) for c in self.controls)
+        if len(self.states) != n:
+            raise ValueError(f"{self.name}: {len(self.states)} states for controls of {n} combinations")
+        if len({c.name for c in self.controls}) != len(self.controls):
+            raise ValueError(f"{self.name}: control names must be distinct")
+
+    def index(self, positions: Sequence[int]) -> int:
+        """The state index of one position per control (row-major, the first control slowest)."""
+        k = 0
+        for c, p in zip(self.controls, positions, strict=True):
+            if not 0 <= p < len(c.labels):
+                raise ValueError(f"{c.name}: position {p} outside [0, {len(c.labels)})")
+            k = k * len(c.labels) + p
+        return k
+
+    def spec(self) -> dict:
+        """What :data:`SCRIPT` reads: control sizes, names -> index, first positions and the states."""
+        return {"sizes": [len(c.labels) for c in self.controls],
+                "index": {c.name: i for i, c in enumerate(self.controls)},
+                "active": [c.active for c in self.controls], "states": list(self.states)}
+
+    def plotly_figure(self):
+        """A copy of :attr:`figure` with the controls laid out below the plot (sliders) and above it (menus)."""
+        import plotly.graph_objects as go
+
+        fig = go.Figure(self.figure)
+        sliders, menus = [], []
+        n_sliders = sum(c.kind == "slider" for c in self.controls)
+        for c in self.controls:
+            if c.kind == "slider":
+                k = len(sliders)
+                sliders.append(dict(
+                    name=c.name, active=c.active, currentvalue=dict(prefix=f"{c.title}: ", font=dict(size=13)),
+                    pad=dict(t=30, b=5), len=0.9, x=0.05, y=-0.12 - 0.28 * k, yanchor="top",
+                    steps=[dict(method="skip", label=lab, value=str(i), args=[None])
+                           for i, lab in enumerate(c.labels)]))
+            else:
+                k = len(menus)
+                menus.append(dict(
+                    name=c.name, type="buttons", direction="right", active=c.active, showactive=True,
+                    x=0.0 if k == 0 else 0.5, xanchor="left", y=1.22, yanchor="bottom", pad=dict(r=4, t=2),
+                    buttons=[dict(method="skip", label=lab, args=[None]) for lab in c.labels]))
+                fig.add_annotation(text=f"{c.title}:", x=0.0 if k == 0 else 0.5, y=1.3, xref="paper", yref="paper",
+                                   xanchor="left", yanchor="bottom", showarrow=False)
+        bottom = 80 + 110 * n_sliders
+        fig.update_layout(sliders=sliders, updatemenus=menus, margin=dict(b=bottom, t=120 if menus else 60),
+                          height=(fig.layout.height or 420) + bottom)
+        return fig
+
+    def html(self) -> str:
+        """The HTML fragment for the book: the plot's ``div`` and its script, without ``plotly.min.js`` (the page
+        loads the site's one copy: the ``scansnap_plotly`` extension)."""
+        spec = json.dumps(self.spec(), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+        return self.plotly_figure().to_html(
+            full_html=False, include_plotlyjs=False, include_mathjax=False, div_id=f"{self.name}-plot",
+            config=dict(responsive=True, displaylogo=False), post_script=SCRIPT % spec)
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """HTML for the book (myst-nb renders ``text/html``); a Plotly figure in its first state for JupyterLab."""
+        fig = self.plotly_figure()
+        return {"text/html": self.html(), "application/vnd.plotly.v1+json": json.loads(fig.to_json()),
+                "text/plain": f"<explorable figure {self.name}: {len(self.states)} states>"}

@@ -1,0 +1,184 @@
+"""The explorable figures (scansnap.explore, scansnap.explore_figures): built from small results of the right types'
+shapes (no training), every state complete and consistent with the library's own numbers, the HTML free of
+plotly.min.js and of any outside address. The browser side is tests/test_site_explore.py (marker ``site``)."""
+
+from __future__ import annotations
+
+import json
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from scansnap import explore, explore_figures, stats, theory
+from scansnap.experiments import ch06_figures as ch6f
+from scansnap.explore import Control, Explorable, rounded
+
+
+def _fig3_fig9():
+    fam = theory.theorem4_family(10, 98, 0.1)
+    k = theory.eqn13_constants(fam)
+    t = np.geomspace(0.1, 1e6, 60)
+    c3 = ch6f.Fig3Config(points=60)
+    B = np.array([theory.eqn14_at(t, fam.M, 10, y, c3.eta_Z, k.a, k.b) for y in c3.eta_Y])
+    fig3 = SimpleNamespace(config=c3, t=t, B=B, a=k.a, b=k.b, M=fam.M)
+    c9 = ch6f.Fig9Config(points=60)
+    eY, eZ = c9.grid()
+    fig9 = SimpleNamespace(config=c9, t=t, eta_Y=eY, eta_Z=eZ, a=k.a, b=k.b, M=fam.M)
+    return fig3, fig9
+
+
+def _trained(n: int = 2):
+    fam = theory.theorem4_family(4, 10, 0.1)
+    k = theory.eqn13_constants(fam)
+    eY, eZ = theory.rate_grid(0.25, 0.025, 2.0, n)
+    t = np.concatenate([[0.0], np.geomspace(1, 400, 30)])
+    B = np.stack([0.5 * theory.eqn14_at(t, fam.M, 4, y, z, k.a, k.b)  # (S, C)
+                  for y, z in zip(eY, eZ, strict=True)], axis=1)
+    pop = SimpleNamespace(t=t, eta_Y=eY, eta_Z=eZ, B=B)
+    return SimpleNamespace(config=SimpleNamespace(K=4), population=pop, a=k.a, b=k.b, M=fam.M)
+
+
+def _check(ex: Explorable) -> dict:
+    """Every state lists its traces, gives every attribute one value per trace, and the HTML is self-contained."""
+    n = int(np.prod([len(c.labels) for c in ex.controls]))
+    assert len(ex.states) == n
+    for s in ex.states:
+        assert all(0 <= t < len(ex.figure.data) for t in s["traces"])
+        assert all(len(v) == len(s["traces"]) for v in s["data"].values())
+    html = ex.html()
+    assert f'id="{ex.name}-plot"' in html
+    assert "plotly.js v" not in html and "cdn.plot.ly" not in html  # plotly.min.js is not embedded, nor fetched
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
+    spec = json.loads(re.search(r"var spec = (\{.*?\});\n", html, re.S).group(1))
+    assert spec["sizes"] == [len(c.labels) for c in ex.controls] and len(spec["states"]) == n
+    bundle = ex._repr_mimebundle_()
+    assert set(bundle) >= {"text/html", "application/vnd.plotly.v1+json"}
+    layout = ex.plotly_figure().layout
+    assert len(layout.sliders) + len(layout.updatemenus) == len(ex.controls)
+    assert all(step.method == "skip" for sl in layout.sliders for step in sl.steps)
+    return spec
+
+
+def test_rounded_keeps_significant_digits_and_drops_nan() -> None:
+    assert rounded([123456.0, 0.000123456, 0.0, -2.5e-7], 3) == [123000.0, 0.000123, 0.0, -2.5e-7]
+    assert rounded([[1.0, np.nan], [np.inf, 2.0]]) == [[1.0, None], [None, 2.0]]
+    json.dumps(rounded(np.random.default_rng(0).normal(size=(3, 4))), allow_nan=False)
+
+
+def test_controls_and_state_index() -> None:
+    import plotly.graph_objects as go
+
+    with pytest.raises(ValueError, match="kind"):
+        Control("a", "a", ("x",), "knob")
+    with pytest.raises(ValueError, match="active"):
+        Control("a", "a", ("x",), active=1)
+    ctl = (Control("a", "a", ("1", "2", "3")), Control("b", "b", ("x", "y"), "menu"))
+    states = tuple({"traces": [0], "data": {"y": [[k]]}} for k in range(6))
+    ex = Explorable("explore-test", go.Figure(go.Scatter(y=[0])), ctl, states)
+    assert ex.index([0, 0]) == 0 and ex.index([1, 1]) == 3 and ex.index([2, 1]) == 5
+    with pytest.raises(ValueError, match="position"):
+        ex.index([3, 0])
+    with pytest.raises(ValueError, match="states"):
+        Explorable("explore-test", go.Figure(), ctl, states[:5])
+    _check(ex)
+
+
+def test_plotly_js_is_the_package_copy() -> None:
+    path = explore.plotly_js()
+    assert path.is_file() and path.stat().st_size > 1_000_000
+    assert "plotly.js v" in path.read_text(encoding="utf8", errors="replace")[:200]
+
+
+def test_log_rates_span_and_hit_the_factor_2_grid() -> None:
+    r = explore_figures.log_rates(np.array([0.25, 0.5, 1.0, 2.0, 5.0]))
+    assert r[0] == 0.25 and r[-1] >= 5.0 and r[-2] < 5.0
+    assert np.allclose(np.diff(np.log2(r)), 0.5)
+    for v in (0.5, 1.0, 2.0):
+        assert np.isclose(r, v).any()
+    with pytest.raises(ValueError):
+        explore_figures.log_rates(np.array([0.0, 1.0]))
+
+
+def test_phase_explorable_matches_eqn14_and_the_trained_grid() -> None:
+    fig3, fig9 = _fig3_fig9()
+    trained = _trained()
+    ex = explore_figures.phase_explorable(fig3, fig9, trained, points=40)
+    spec = _check(ex)
+    rY = explore_figures.log_rates(np.concatenate([fig3.config.eta_Y, fig9.eta_Y, trained.population.eta_Y]))
+    rZ = explore_figures.log_rates(np.concatenate([[fig3.config.eta_Z], fig9.eta_Z, trained.population.eta_Z]))
+    assert [c.labels for c in ex.controls] == [tuple(f"{v:.3g}" for v in r) for r in (rY, rZ)]
+    assert rY[0] == 0.25 and rY[-1] >= 5 and rZ[0] == 0.025 and rZ[-1] >= 1
+    first = ex.states[0]["traces"][0]
+    hits = 0
+    for iY, eY in enumerate(rY):
+        for iZ, eZ in enumerate(rZ):
+            s = spec["states"][ex.index([iY, iZ])]
+            x, y = np.array(s["data"]["x"][0]), np.array(s["data"]["y"][0])
+            B = theory.eqn14_at(x, fig3.M, 10, eY, eZ, fig3.a, fig3.b)
+            assert np.allclose(y, np.exp(2 * B), rtol=2e-3)  # 4 significant digits, of x and of y
+            t0 = theory.decoder.transition_time(fig3.M, 10, eY)
+            assert np.isclose(s["data"]["x"][1][0], t0, rtol=1e-3)
+            has_run = len(s["data"]["x"][3]) > 0
+            on_grid = any(np.isclose(eY, a) and np.isclose(eZ, b) for a, b in
+                          zip(trained.population.eta_Y, trained.population.eta_Z, strict=True))
+            assert has_run == on_grid
+            hits += has_run
+            assert ("no trained run" in s["layout"]["title.text"]) != has_run
+    assert hits == len(trained.population.eta_Y)  # every trained pair is a slider position
+    assert ex.figure.data[first].y is not None  # drawn in its first state
+
+
+def test_synsmall_explorable() -> None:
+    rng = np.random.default_rng(1)
+    R, S, steps1 = 2, 3, 5
+    att = rng.dirichlet(np.ones(20), size=(R, S, steps1))
+    runs = SimpleNamespace(values=np.array([1.0, 5.0]), seeds=np.arange(1, S + 1), attention=att,
+                           entropy=rng.uniform(1, 2.3, (R, S, steps1)), common_mass=att[..., :10].sum(-1))
+    ex = explore_figures.synsmall_explorable(SimpleNamespace(runs=runs))
+    spec = _check(ex)
+    assert [c.kind for c in ex.controls] == ["menu", "slider"] and len(ex.controls[1].labels) == steps1
+    s = spec["states"][ex.index([1, 3])]
+    assert np.allclose(s["data"]["y"][1], att[1, :, 3, 10:].mean(0), rtol=1e-3)  # distinct tokens 10-19
+    assert np.allclose(s["data"]["y"][0], att[1, :, 3, :10].mean(0), rtol=1e-3)
+    assert s["data"]["x"][2] == [3]
+    assert spec["states"][ex.index([1, 2])]["data"]["y"] != s["data"]["y"]
+
+
+def test_synmedium_explorable() -> None:
+    rng = np.random.default_rng(2)
+    c = SimpleNamespace(ratio=(1.0, 2.0, 5.0), eta_Z=(0.5, 1.0), seeds=(1, 2, 3, 4), steps=100)
+    runs = tuple(SimpleNamespace(num_query=q, entropy=rng.uniform(0, 2, (2, 3, 4)),
+                                 entropy_init=rng.uniform(2, 2.3, (2, 3, 4))) for q in (1, 3))
+    ex = explore_figures.synmedium_explorable(SimpleNamespace(config=c, runs=runs))
+    spec = _check(ex)
+    s = spec["states"][ex.index([1, 0])]
+    e = runs[1].entropy[0]
+    assert np.allclose(s["data"]["y"][0], e.ravel(), rtol=1e-4)
+    assert s["data"]["customdata"][0] == [1, 2, 3, 4] * 3
+    mean, lo, hi = stats.t_interval(e[2])
+    assert np.isclose(s["data"]["y"][1][2], mean, rtol=1e-4)
+    assert np.isclose(s["data"]["error_y"][1]["array"][2], hi - mean, rtol=1e-3)
+    assert "q = 3" in s["layout"]["title.text"]
+
+
+def test_freeze_explorable() -> None:
+    rng = np.random.default_rng(3)
+    T, C = 5, 4
+
+    def maps():
+        m = np.tril(rng.uniform(size=(C, T, T)))
+        return m / m.sum(-1, keepdims=True)
+
+    runs = tuple(SimpleNamespace(steps=np.arange(C) * 50, probe_maps=maps(), train_maps=maps(),
+                                 entropy=rng.uniform(0.5, 1.5, C), heldout_loss=rng.uniform(6, 7, C))
+                 for _ in range(2))
+    r = SimpleNamespace(runs=runs, probe_words=tuple("abcde"), train_words=tuple("vwxyz"),
+                        config=SimpleNamespace(seeds=(1, 2)))
+    ex = explore_figures.freeze_explorable(r)
+    spec = _check(ex)
+    s = spec["states"][ex.index([1, 2])]
+    assert np.allclose(np.array(s["data"]["z"][0]), runs[0].train_maps[2], atol=5e-3)
+    assert s["data"]["x"][0][1] == "1 w" and s["data"]["x"][1] == [100]
+    assert spec["states"][ex.index([0, 2])]["data"]["x"][0][1] == "1 b"
