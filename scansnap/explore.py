@@ -37,9 +37,12 @@ SCRIPT = """(function () {
   function apply() {
     var k = 0;
     for (var i = 0; i < pos.length; i++) { k = k * spec.sizes[i] + pos[i]; }
-    var s = spec.states[k];
+    var s = spec.states[k], data = {};
+    for (var a in s.data) {  // null: this trace keeps its value (undefined: Plotly.update leaves it as it is)
+      data[a] = s.data[a].map(function (v) { return v === null ? undefined : v; });
+    }
     gd.dataset.state = String(k);
-    return Plotly.update(gd, s.data, s.layout || {}, s.traces);
+    return Plotly.update(gd, data, s.layout || {}, s.traces);
   }
   gd.on('plotly_sliderchange', function (e) { pos[spec.index[e.slider.name]] = parseInt(e.step.value, 10); apply(); });
   gd.on('plotly_buttonclicked', function (e) { pos[spec.index[e.menu.name]] = e.active; apply(); });
@@ -115,7 +118,8 @@ class Explorable:
         controls: ``(C,)`` the sliders and menus, in the order of the state index.
         states: ``prod(len(c.labels))`` states, row-major over ``controls`` (the first slowest); each a dict with
             ``traces`` (trace indices), ``data`` (attribute -> one value per listed trace, as
-            ``Plotly.update`` takes it) and optionally ``layout`` (a ``Plotly.update`` layout dict).
+            ``Plotly.update`` takes it; ``None``: that trace keeps its value, e.g. an ``x`` that every state
+            shares, set once in :attr:`figure`) and optionally ``layout`` (a ``Plotly.update`` layout dict).
     """
 
     name: str

@@ -49,7 +49,7 @@ def _match(eta_Y: np.ndarray, eta_Z: np.ndarray, y: float, z: float) -> int | No
     return int(hit[0]) if hit.size else None
 
 
-def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult, *, points: int = 120,
+def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult, *, points: int = 100,
                      per_octave: int = 2) -> Explorable:
     """Theorem 4's explorable (Figures 3 and 9, Chapter 6), anchor ``explore-fig3``.
 
@@ -66,9 +66,10 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
     rates_Y = log_rates(np.concatenate([fig3.config.eta_Y, fig9.eta_Y, pop.eta_Y]), per_octave)
     rates_Z = log_rates(np.concatenate([[fig3.config.eta_Z], fig9.eta_Z, pop.eta_Z]), per_octave)
     t3 = np.geomspace(fig3.t[0], fig3.t[-1], points)
-    keep = pop.t >= 1
-    tt_run = pop.t[keep]
-    tt = np.geomspace(1.0, float(tt_run[-1]), points)
+    t_run = pop.t[pop.t >= 1]
+    keep = np.flatnonzero(pop.t >= 1)[np.unique(np.minimum(
+        np.searchsorted(t_run, np.geomspace(t_run[0], t_run[-1], points)), len(t_run) - 1))]  # <= points snapshots
+    tt = np.geomspace(1.0, float(t_run[-1]), points)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
         f"Figure 3's family (K = {K3}, M = {fig3.M}): Eqn 14", f"trained family (K = {Kt}, M = {trained.M})"))
     for i, eY in enumerate(fig3.config.eta_Y):
@@ -77,14 +78,16 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
                                  mode="lines", line=dict(color=_GREY, width=1), name=f"Figure 3: eta_Y = {eY:g}",
                                  legendgroup="fig3", showlegend=i == 0, hoverinfo="skip"), 1, 1)
     first = len(fig.data)
-    fig.add_trace(go.Scatter(mode="lines", line=dict(color="#1f77b4", width=2.5), name="exp(2 B_n), Eqn 14",
+    fig.add_trace(go.Scatter(x=rounded(t3), mode="lines", line=dict(color="#1f77b4", width=2.5),
+                             name="exp(2 B_n), Eqn 14",
                              hovertemplate="t = %{x:.3g}<br>exp(2 B_n) = %{y:.4g}<extra></extra>"), 1, 1)
     fig.add_trace(go.Scatter(mode="markers", marker=dict(symbol="triangle-up", size=12, color="#d62728"),
                              name="t0 = K ln M / eta_Y", hovertemplate="t0 = %{x:.4g}<extra></extra>"), 1, 1)
-    fig.add_trace(go.Scatter(mode="lines", line=dict(color="#ff7f0e", width=2.5, dash="dash"),
+    fig.add_trace(go.Scatter(x=rounded(tt), mode="lines", line=dict(color="#ff7f0e", width=2.5, dash="dash"),
                              name="B_n, Eqn 14 (trained family)",
                              hovertemplate="t = %{x:.3g}<br>Eqn 14: B_n = %{y:.4g}<extra></extra>"), 1, 2)
-    fig.add_trace(go.Scatter(mode="lines", line=dict(color="#2ca02c", width=2.5), name="B_n, trained (population)",
+    fig.add_trace(go.Scatter(x=rounded(pop.t[keep]), mode="lines", line=dict(color="#2ca02c", width=2.5),
+                             name="B_n, trained (population)",
                              hovertemplate="t = %{x:.3g}<br>trained: B_n = %{y:.4g}<extra></extra>"), 1, 2)
     fig.add_trace(go.Scatter(mode="markers", marker=dict(symbol="triangle-up", size=12, color="#d62728"),
                              showlegend=False, hovertemplate="t0 = %{x:.4g}<extra></extra>"), 1, 2)
@@ -96,13 +99,13 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
             Bt = theory.eqn14_at(tt, trained.M, Kt, eY, eZ, trained.a, trained.b)
             t0t = theory.decoder.transition_time(trained.M, Kt, eY)
             c = _match(pop.eta_Y, pop.eta_Z, eY, eZ)
-            run_x, run_y = ([], []) if c is None else (rounded(tt_run), rounded(pop.B[keep, c]))
+            run_y = [] if c is None else rounded(pop.B[keep, c])  # x: the run's snapshots, set once
             t0_B = float(theory.eqn14_at(t0t, trained.M, Kt, eY, eZ, trained.a, trained.b))
             shown = t0t <= tt[-1]
             title = (f"eta_Y = {eY:.3g}, eta_Z = {eZ:.3g}: t0 = {t03:.3g} (Figure 3's family), {t0t:.3g} (trained "
                      f"family); " + ("trained run at this pair" if c is not None else "no trained run at this pair"))
             states.append({"traces": [first + k for k in range(5)], "data": {
-                "x": [rounded(t3), rounded([t03]), rounded(tt), run_x, rounded([t0t]) if shown else []],
+                "x": [None, rounded([t03]), None, None, rounded([t0t]) if shown else []],
                 "y": [rounded(np.exp(2 * B3)),
                       rounded(np.exp(2 * np.atleast_1d(theory.eqn14_at(t03, fig3.M, K3, eY, eZ, fig3.a, fig3.b)))),
                       rounded(Bt), run_y, rounded([t0_B]) if shown else []]},
@@ -163,8 +166,8 @@ def synsmall_explorable(r: Fig4Result) -> Explorable:
             bars = []
             for toks in (common, DISTINCT):
                 m = mean[i, s, toks]
-                bars.append((rounded(m), dict(type="data", symmetric=False, array=rounded(hi[i, s, toks] - m),
-                                              arrayminus=rounded(m - lo[i, s, toks]), thickness=1)))
+                bars.append((rounded(m, 3), dict(type="data", symmetric=False, array=rounded(hi[i, s, toks] - m, 2),
+                                                 arrayminus=rounded(m - lo[i, s, toks], 2), thickness=1)))
             states.append({"traces": [0, 1, marker], "data": {
                 "y": [bars[0][0], bars[1][0], rounded([ent[i, :, s].mean()])],
                 "x": [common.tolist(), DISTINCT.tolist(), [s]],
@@ -229,6 +232,15 @@ def synmedium_explorable(r: SweepResult, level: float = 0.95) -> Explorable:
     return Explorable("explore-fig6", fig, controls, tuple(states))
 
 
+def _causal_rows(m: np.ndarray, decimals: int = 3) -> list[list[float]]:
+    """A map ``(T, T)`` as rows rounded to ``decimals``; a causal map (nothing above the diagonal) as its lower
+    triangle only, row ``i`` of length ``i + 1`` (Plotly leaves the rest of a short heatmap row blank)."""
+    a = np.round(np.nan_to_num(np.asarray(m, dtype=np.float64)), decimals) + 0.0
+    if np.triu(a, 1).any():
+        return a.tolist()
+    return [a[i, : i + 1].tolist() for i in range(a.shape[0])]
+
+
 def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
     """Figure 7's explorable (WikiText-2, Chapter 8), anchor ``explore-fig7``: a choice of window (held-out or
     training) and a checkpoint slider over the first layer's stored attention maps of run ``seed`` (``(C, T, T)``:
@@ -257,7 +269,7 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
         labels = [f"{i} {w}" for i, w in enumerate(words)]
         for c, s in enumerate(steps):
             states.append({"traces": [0, marker], "data": {
-                "z": [rounded(maps[c], 3), None], "x": [labels, [int(s)]], "y": [labels, rounded([run.entropy[c]])]},
+                "z": [_causal_rows(maps[c]), None], "x": [labels, [int(s)]], "y": [labels, rounded([run.entropy[c]])]},
                 "layout": {"title.text": f"{name}, step {int(s)} (seed {r.config.seeds[seed]}): held-out loss "
                                          f"{float(run.heldout_loss[c]):.3f}, entropy {float(run.entropy[c]):.3f} "
                                          "nats"}})

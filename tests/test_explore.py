@@ -112,15 +112,17 @@ def test_phase_explorable_matches_eqn14_and_the_trained_grid() -> None:
     assert rY[0] == 0.25 and rY[-1] >= 5 and rZ[0] == 0.025 and rZ[-1] >= 1
     first = ex.states[0]["traces"][0]
     hits = 0
+    assert first == 4  # after Figure 3's four grey curves
     for iY, eY in enumerate(rY):
         for iZ, eZ in enumerate(rZ):
             s = spec["states"][ex.index([iY, iZ])]
-            x, y = np.array(s["data"]["x"][0]), np.array(s["data"]["y"][0])
+            x, y = np.array(ex.figure.data[first].x), np.array(s["data"]["y"][0])
+            assert s["data"]["x"][0] is None  # every state shares Figure 3's steps (set once)
             B = theory.eqn14_at(x, fig3.M, 10, eY, eZ, fig3.a, fig3.b)
             assert np.allclose(y, np.exp(2 * B), rtol=2e-3)  # 4 significant digits, of x and of y
             t0 = theory.decoder.transition_time(fig3.M, 10, eY)
             assert np.isclose(s["data"]["x"][1][0], t0, rtol=1e-3)
-            has_run = len(s["data"]["x"][3]) > 0
+            has_run = len(s["data"]["y"][3]) > 0
             on_grid = any(np.isclose(eY, a) and np.isclose(eZ, b) for a, b in
                           zip(trained.population.eta_Y, trained.population.eta_Z, strict=True))
             assert has_run == on_grid
@@ -140,8 +142,8 @@ def test_synsmall_explorable() -> None:
     spec = _check(ex)
     assert [c.kind for c in ex.controls] == ["menu", "slider"] and len(ex.controls[1].labels) == steps1
     s = spec["states"][ex.index([1, 3])]
-    assert np.allclose(s["data"]["y"][1], att[1, :, 3, 10:].mean(0), rtol=1e-3)  # distinct tokens 10-19
-    assert np.allclose(s["data"]["y"][0], att[1, :, 3, :10].mean(0), rtol=1e-3)
+    assert np.allclose(s["data"]["y"][1], att[1, :, 3, 10:].mean(0), rtol=1e-2)  # distinct tokens 10-19
+    assert np.allclose(s["data"]["y"][0], att[1, :, 3, :10].mean(0), rtol=1e-2)
     assert s["data"]["x"][2] == [3]
     assert spec["states"][ex.index([1, 2])]["data"]["y"] != s["data"]["y"]
 
@@ -179,6 +181,8 @@ def test_freeze_explorable() -> None:
     ex = explore_figures.freeze_explorable(r)
     spec = _check(ex)
     s = spec["states"][ex.index([1, 2])]
-    assert np.allclose(np.array(s["data"]["z"][0]), runs[0].train_maps[2], atol=5e-3)
+    z = s["data"]["z"][0]
+    assert [len(row) for row in z] == list(range(1, T + 1))  # causal: the lower triangle only
+    assert all(np.allclose(z[i], runs[0].train_maps[2, i, : i + 1], atol=6e-4) for i in range(T))
     assert s["data"]["x"][0][1] == "1 w" and s["data"]["x"][1] == [100]
     assert spec["states"][ex.index([0, 2])]["data"]["x"][0][1] == "1 b"
