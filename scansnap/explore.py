@@ -120,12 +120,15 @@ class Explorable:
             ``traces`` (trace indices), ``data`` (attribute -> one value per listed trace, as
             ``Plotly.update`` takes it; ``None``: that trace keeps its value, e.g. an ``x`` that every state
             shares, set once in :attr:`figure`) and optionally ``layout`` (a ``Plotly.update`` layout dict).
+        axis_px, legend_px: pixels below the plot for the axes' ticks and titles, then for the legend.
     """
 
     name: str
     figure: object
     controls: tuple[Control, ...]
     states: tuple[dict, ...] = field(repr=False)
+    axis_px: int = 60
+    legend_px: int = 60
 
     def __post_init__(self) -> None:
         n = math.prod(len(c.labels) for c in self.controls)
@@ -150,31 +153,40 @@ class Explorable:
                 "active": [c.active for c in self.controls], "states": list(self.states)}
 
     def plotly_figure(self):
-        """A copy of :attr:`figure` with the controls laid out below the plot (sliders) and above it (menus)."""
+        """A copy of :attr:`figure` laid out for the page: :attr:`figure`'s ``layout.height`` is the plot's own
+        height (px); above it the title and a row of menus (each with its title on its left), below it the axes'
+        ticks and titles (:attr:`axis_px`), the legend (:attr:`legend_px`) and the sliders, one under another."""
         import plotly.graph_objects as go
 
         fig = go.Figure(self.figure)
-        sliders, menus = [], []
+        plot = fig.layout.height or 400
         n_sliders = sum(c.kind == "slider" for c in self.controls)
+        n_menus = len(self.controls) - n_sliders
+        top = 70 + (45 if n_menus else 0)
+        below = self.axis_px + self.legend_px
+        bottom = below + 100 * n_sliders + 10
+        px = 1.0 / plot  # paper units per pixel, vertically
+        sliders, menus = [], []
         for c in self.controls:
             if c.kind == "slider":
-                k = len(sliders)
                 sliders.append(dict(
                     name=c.name, active=c.active, currentvalue=dict(prefix=f"{c.title}: ", font=dict(size=13)),
-                    pad=dict(t=30, b=5), len=0.9, x=0.05, y=-0.12 - 0.28 * k, yanchor="top",
+                    pad=dict(t=30, b=5), len=0.9, x=0.05, y=-(below + 100 * len(sliders)) * px, yanchor="top",
                     steps=[dict(method="skip", label=lab, value=str(i), args=[None])
                            for i, lab in enumerate(c.labels)]))
             else:
-                k = len(menus)
+                x = 0.13 + 0.5 * len(menus)
                 menus.append(dict(
                     name=c.name, type="buttons", direction="right", active=c.active, showactive=True,
-                    x=0.0 if k == 0 else 0.5, xanchor="left", y=1.22, yanchor="bottom", pad=dict(r=4, t=2),
+                    x=x, xanchor="left", y=1 + 45 * px, yanchor="bottom", pad=dict(l=4, r=4, t=0, b=0),
                     buttons=[dict(method="skip", label=lab, args=[None]) for lab in c.labels]))
-                fig.add_annotation(text=f"{c.title}:", x=0.0 if k == 0 else 0.5, y=1.3, xref="paper", yref="paper",
-                                   xanchor="left", yanchor="bottom", showarrow=False)
-        bottom = 80 + 110 * n_sliders
-        fig.update_layout(sliders=sliders, updatemenus=menus, margin=dict(b=bottom, t=120 if menus else 60),
-                          height=(fig.layout.height or 420) + bottom)
+                fig.add_annotation(text=f"<b>{c.title}</b>", x=x, y=1 + 60 * px, xref="paper", yref="paper",
+                                   xanchor="right", yanchor="middle", showarrow=False)
+        fig.update_layout(sliders=sliders, updatemenus=menus, height=plot + top + bottom,
+                          margin=dict(t=top, b=bottom, l=80, r=40),
+                          title=dict(y=1 - 12 / (plot + top + bottom), yanchor="top", yref="container", x=0.01,
+                                     xanchor="left"),
+                          legend=dict(orientation="h", x=0.0, xanchor="left", y=-self.axis_px * px, yanchor="top"))
         return fig
 
     def html(self) -> str:

@@ -33,15 +33,16 @@ _GREY = "rgba(120, 120, 120, 0.35)"
 
 
 def log_rates(values: np.ndarray, per_octave: int = 2) -> np.ndarray:
-    """The slider positions of Figures 3 and 9's explorable: ``lo 2^(k / per_octave)`` from the smallest of
-    ``values`` up to the first one at or above the largest (so every rate of a factor-2 grid that starts at ``lo``
-    is a position). Shape ``(P,)``."""
+    """The slider positions of Figures 3 and 9's explorable: the log-spaced grid ``lo 2^(k / per_octave)`` from the
+    smallest of ``values`` up to the first point at or above the largest, with every one of ``values`` added (so
+    each rate of the chapter's grids is a position). Shape ``(P,)``, increasing."""
     v = np.asarray(values, dtype=float).ravel()
     if v.size == 0 or not (v > 0).all():
         raise ValueError(f"values: must be positive and not empty; got {v}")
     lo, hi = v.min(), v.max()
     n = math.ceil(per_octave * math.log2(hi / lo) - 1e-9)
-    return lo * 2.0 ** (np.arange(n + 1) / per_octave)
+    both = np.sort(np.concatenate([lo * 2.0 ** (np.arange(n + 1) / per_octave), v]))
+    return both[np.concatenate([[True], np.diff(np.log(both)) > 1e-6])]
 
 
 def _match(eta_Y: np.ndarray, eta_Z: np.ndarray, y: float, z: float) -> int | None:
@@ -49,15 +50,16 @@ def _match(eta_Y: np.ndarray, eta_Z: np.ndarray, y: float, z: float) -> int | No
     return int(hit[0]) if hit.size else None
 
 
-def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult, *, points: int = 100,
+def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult, *, points: int = 80,
                      per_octave: int = 2) -> Explorable:
     """Theorem 4's explorable (Figures 3 and 9, Chapter 6), anchor ``explore-fig3``.
 
     Two sliders, ``eta_Y`` and ``eta_Z`` (:func:`log_rates` over the rates of ``fig3``, ``fig9`` and the trained
-    grid). Left: Eqn 14's ``chi-bar = exp(2 B_n)`` against ``t`` in Figure 3's family (derived constants ``a``,
-    ``b``; ``points`` log-spaced steps over Figure 3's horizon), ``t0`` marked, the curves of Figure 3's own rates
-    in grey. Right: ``B_n`` in the trained model's family: Eqn 14 (dashed) and, where the pair is on the trained
-    grid, the trained model's ``B_n`` in the long-sequence limit (solid). States: ``P_Y * P_Z``.
+    grid: half-octave steps and every rate of those grids), first at Figure 3's first pair. Left: Eqn 14's
+    ``chi-bar = exp(2 B_n)`` against ``t`` in Figure 3's family (derived constants ``a``, ``b``; ``points``
+    log-spaced steps over Figure 3's horizon), ``t0`` marked, the curves of Figure 3's own rates in grey.
+    Right: ``B_n`` in the trained model's family: Eqn 14 (dashed) and, where the pair is on the trained grid,
+    the trained model's ``B_n`` in the long-sequence limit (solid). States: ``P_Y * P_Z``.
     """
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
@@ -118,9 +120,8 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
     fig.update_xaxes(type="log", title_text="step t")
     fig.update_yaxes(type="log", title_text="growth-factor bound exp(2 B_n)", row=1, col=1)
     fig.update_yaxes(title_text="B_n", row=1, col=2)
-    fig.update_layout(height=460, title=dict(font=dict(size=13)), legend=dict(orientation="h", y=-0.18),
-                      template="plotly_white")
-    return Explorable("explore-fig3", fig, controls, tuple(states))
+    fig.update_layout(height=400, title=dict(font=dict(size=13)), template="plotly_white")
+    return Explorable("explore-fig3", fig, controls, tuple(states), legend_px=45)
 
 
 def _draw(fig, state: dict) -> None:
@@ -183,9 +184,8 @@ def synsmall_explorable(r: Fig4Result) -> Explorable:
     fig.update_xaxes(title_text="token", dtick=1, row=1, col=1)
     fig.update_xaxes(title_text="step", row=1, col=2)
     fig.update_yaxes(title_text="entropy (nats)", row=1, col=2)
-    fig.update_layout(height=440, title=dict(font=dict(size=13)), legend=dict(orientation="h", y=-0.2),
-                      template="plotly_white", bargap=0.15)
-    return Explorable("explore-fig4", fig, controls, tuple(states))
+    fig.update_layout(height=380, title=dict(font=dict(size=13)), template="plotly_white", bargap=0.15)
+    return Explorable("explore-fig4", fig, controls, tuple(states), legend_px=70)
 
 
 def synmedium_explorable(r: SweepResult, level: float = 0.95) -> Explorable:
@@ -227,9 +227,8 @@ def synmedium_explorable(r: SweepResult, level: float = 0.95) -> Explorable:
     fig.update_xaxes(type="log", tickvals=ratios.tolist(), ticktext=[f"{v:g}" for v in ratios],
                      title_text="eta_Y / eta_Z")
     fig.update_yaxes(title_text="entropy of c_n over distinct tokens (nats)")
-    fig.update_layout(height=420, title=dict(font=dict(size=13)), template="plotly_white",
-                      legend=dict(orientation="h", y=-0.25))
-    return Explorable("explore-fig6", fig, controls, tuple(states))
+    fig.update_layout(height=380, title=dict(font=dict(size=13)), template="plotly_white")
+    return Explorable("explore-fig6", fig, controls, tuple(states), legend_px=40)
 
 
 def _causal_rows(m: np.ndarray, decimals: int = 3) -> list[list[float]]:
@@ -280,6 +279,5 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
     fig.update_xaxes(tickfont=dict(size=8), tickangle=-60, row=1, col=1)
     fig.update_xaxes(title_text="step", row=1, col=2)
     fig.update_yaxes(title_text="entropy (nats)", row=1, col=2)
-    fig.update_layout(height=560, title=dict(font=dict(size=13)), template="plotly_white",
-                      legend=dict(orientation="h", y=-0.3))
-    return Explorable("explore-fig7", fig, controls, tuple(states))
+    fig.update_layout(height=500, title=dict(font=dict(size=13)), template="plotly_white")
+    return Explorable("explore-fig7", fig, controls, tuple(states), axis_px=95, legend_px=40)

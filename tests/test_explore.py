@@ -92,11 +92,11 @@ def test_plotly_js_is_the_package_copy() -> None:
 
 
 def test_log_rates_span_and_hit_the_factor_2_grid() -> None:
-    r = explore_figures.log_rates(np.array([0.25, 0.5, 1.0, 2.0, 5.0]))
-    assert r[0] == 0.25 and r[-1] >= 5.0 and r[-2] < 5.0
-    assert np.allclose(np.diff(np.log2(r)), 0.5)
-    for v in (0.5, 1.0, 2.0):
-        assert np.isclose(r, v).any()
+    values = np.array([0.25, 0.5, 1.0, 2.0, 5.0, 0.125 * 5])
+    r = explore_figures.log_rates(values)
+    grid = 0.25 * 2.0 ** (np.arange(10) / 2)  # 0.25 .. 5.66: half-octave steps up to the first point >= 5
+    assert np.allclose(r, np.sort(np.concatenate([grid, [5.0, 0.625]])))
+    assert all(np.isclose(r, v).sum() == 1 for v in values)  # each rate once
     with pytest.raises(ValueError):
         explore_figures.log_rates(np.array([0.0, 1.0]))
 
@@ -110,6 +110,11 @@ def test_phase_explorable_matches_eqn14_and_the_trained_grid() -> None:
     rZ = explore_figures.log_rates(np.concatenate([[fig3.config.eta_Z], fig9.eta_Z, trained.population.eta_Z]))
     assert [c.labels for c in ex.controls] == [tuple(f"{v:.3g}" for v in r) for r in (rY, rZ)]
     assert rY[0] == 0.25 and rY[-1] >= 5 and rZ[0] == 0.025 and rZ[-1] >= 1
+    assert [c.labels[c.active] for c in ex.controls] == ["0.5", "0.5"]  # Figure 3's first pair
+    for rate in (*fig3.config.eta_Y, *fig9.eta_Y):
+        assert np.isclose(rY, rate).any()
+    for rate in (fig3.config.eta_Z, *fig9.eta_Z):
+        assert np.isclose(rZ, rate).any()
     first = ex.states[0]["traces"][0]
     hits = 0
     assert first == 4  # after Figure 3's four grey curves
