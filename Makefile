@@ -83,12 +83,14 @@ TEST_WORKERS ?= 2
 test: venv
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
-# The real-browser test (tests/test_site.py, marker `site`) of an already built site: it needs
+# The real-browser tests (tests/test_site.py, tests/test_site_explore.py: the explorable figures; marker `site`) of
+# an already built site: they need
 # Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium chromium-driver; never
 # `playwright install`). Screenshots go to _build/screenshots/.
 site-test: venv
 	@test -f $(HTML)/index.html || { echo "no built site at $(HTML): run make book first" >&2; exit 1; }
-	SCANSNAP_SITE=$(abspath $(HTML)) $(BIN)/python -m pytest -q -m site tests/test_site.py tests/test_site_checker.py tests/test_site_ledger.py
+	SCANSNAP_SITE=$(abspath $(HTML)) $(BIN)/python -m pytest -q -m site tests/test_site.py tests/test_site_checker.py \
+	  tests/test_site_ledger.py tests/test_site_explore.py
 
 lint: venv
 	$(BIN)/ruff check scansnap tests benchmarks _ext .ci
