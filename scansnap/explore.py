@@ -14,8 +14,8 @@ apply the precomputed state of their combination (``Plotly.update``): two contro
 ``eta_Z``) act together, which Plotly's own per-step updates cannot express. The page never embeds
 ``plotly.min.js`` (``include_plotlyjs=False``); the static PNG/SVG beside each explorable stays the citable figure.
 
-In a notebook (Binder, JupyterLab) the same object displays as a Plotly figure in its first state (MIME type
-``application/vnd.plotly.v1+json``); its controls act only in the built book.
+In a notebook (Binder, JupyterLab) the page's ``plotly.min.js`` is absent, so the figure shows a note instead;
+``Explorable.plotly_figure()`` displays it there in its first state (its controls act only in the built book).
 """
 
 from __future__ import annotations
@@ -191,14 +191,21 @@ class Explorable:
 
     def html(self) -> str:
         """The HTML fragment for the book: the plot's ``div`` and its script, without ``plotly.min.js`` (the page
-        loads the site's one copy: the ``scansnap_plotly`` extension)."""
+        loads the site's one copy: the ``scansnap_plotly`` extension). Where no Plotly is loaded (a notebook), a
+        short note says so instead; the script removes it once the figure is drawn."""
         spec = json.dumps(self.spec(), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
-        return self.plotly_figure().to_html(
+        note = (f'<p id="{self.name}-note" class="explorable-note"><em>Explorable figure: it responds in the built '
+                f"book, which serves Plotly's JavaScript. In a notebook, display <code>.plotly_figure()</code> of "
+                f"this object for its first state.</em></p>")
+        script = f"var note = document.getElementById('{self.name}-note'); if (note) note.remove();\n" + SCRIPT % spec
+        return note + self.plotly_figure().to_html(
             full_html=False, include_plotlyjs=False, include_mathjax=False, div_id=f"{self.name}-plot",
-            config=dict(responsive=True, displaylogo=False), post_script=SCRIPT % spec)
+            config=dict(responsive=True, displaylogo=False), post_script=script)
 
-    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
-        """HTML for the book (myst-nb renders ``text/html``); a Plotly figure in its first state for JupyterLab."""
-        fig = self.plotly_figure()
-        return {"text/html": self.html(), "application/vnd.plotly.v1+json": json.loads(fig.to_json()),
-                "text/plain": f"<explorable figure {self.name}: {len(self.states)} states>"}
+    def _repr_html_(self) -> str:
+        """:meth:`html` (myst-nb renders ``text/html`` into the page). No ``application/vnd.plotly.v1+json``
+        output: myst-nb warns on a MIME type it does not know, and the strict build fails on any warning."""
+        return self.html()
+
+    def __repr__(self) -> str:
+        return f"<explorable figure {self.name}: {len(self.controls)} controls, {len(self.states)} states>"
