@@ -77,8 +77,10 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
     for i, eY in enumerate(fig3.config.eta_Y):
         fig.add_trace(go.Scatter(x=rounded(fig3.t[:: max(1, len(fig3.t) // points)]),
                                  y=rounded(np.exp(2 * fig3.B[i, :: max(1, len(fig3.t) // points)])),
-                                 mode="lines", line=dict(color=_GREY, width=1), name=f"Figure 3: eta_Y = {eY:g}",
-                                 legendgroup="fig3", showlegend=i == 0, hoverinfo="skip"), 1, 1)
+                                 mode="lines", line=dict(color=_GREY, width=1), name="Figure 3's rates (eta_Z = "
+                                 f"{fig3.config.eta_Z:g}, eta_Y = {', '.join(f'{v:g}' for v in fig3.config.eta_Y)})",
+                                 legendgroup="fig3", showlegend=i == 0,
+                                 hovertemplate=f"Figure 3, eta_Y = {eY:g}: " + "%{y:.4g}<extra></extra>"), 1, 1)
     first = len(fig.data)
     fig.add_trace(go.Scatter(x=rounded(t3), mode="lines", line=dict(color="#1f77b4", width=2.5),
                              name="exp(2 B_n), Eqn 14",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urljoin
@@ -27,15 +28,19 @@ SITE = Path(os.environ.get("SCANSNAP_SITE", "_build/html"))
 SITE = SITE if SITE.is_absolute() else ROOT / SITE
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PLOTLY = "_static/plotly/plotly.min.js"
-# anchor -> (page, the controls moved in turn: (name, kind, position to move to: a fraction of a slider's rail or
-# a menu's button index)). The first move is the one of the "-b" screenshot.
+# anchor -> (page, the controls moved in turn: (name, kind, where to: a slider's step as a fraction of its steps, a
+# menu's button index, -1 the last, or "trained")). The "-b" screenshot is taken after the last move. Figures 3 and
+# 9 end on the first rate pair that the trained grid has ("trained": read from the figure's states), so the trained
+# model's curve must appear.
 EXPLORABLES = {
-    "explore-fig3": ("book/chapters/06-phase-transition.html", (("eta_Y", "slider", 0.85), ("eta_Z", "slider", 0.1))),
+    "explore-fig3": ("book/chapters/06-phase-transition.html",
+                     (("eta_Y", "slider", "trained"), ("eta_Z", "slider", "trained"))),
     "explore-fig4": ("book/chapters/05-scanning.html", (("step", "slider", 0.3), ("ratio", "menu", -1))),
     "explore-fig6": ("book/chapters/07-syn-medium.html", (("num_query", "menu", -1), ("eta_Z", "menu", -1))),
-    "explore-fig7": ("book/chapters/08-wikitext.html", (("checkpoint", "slider", 1.0), ("window", "menu", 1))),
+    "explore-fig7": ("book/chapters/08-wikitext.html", (("window", "menu", 1), ("checkpoint", "slider", 0.33))),
 }
 PAGES = site_pages(SITE)
+SCRIPT_TAG = re.compile(r"""<script[^>]*\ssrc=["'][^"']*_static/plotly/plotly\.min\.js["']""")
 
 _READY = """async (id) => {
   const deadline = Date.now() + 20000;
@@ -58,20 +63,22 @@ _DATA = """(id) => {
 }"""
 
 # The bounding box of slider k's rail, or of button j of menu k (Plotly draws sliders and menus in order).
-_CONTROL_BOX = """([id, kind, k, j]) => {
+_CONTROL_BOX = """([id, kind, k, where]) => {
   const gd = document.getElementById(id);
-  let el;
-  if (kind === 'slider') {
-    el = gd.querySelectorAll('.slider-group')[k].querySelector('.slider-rail-touch-rect');
-  } else {  // the button group whose labels are menu k's (type "buttons": one header group per menu)
-    const labels = gd.layout.updatemenus[k].buttons.map(b => b.label).join('|');
-    const group = Array.from(gd.querySelectorAll('.updatemenu-container > g.updatemenu-header-group')).find(g =>
-      Array.from(g.querySelectorAll('.updatemenu-button')).map(b => b.textContent).join('|') === labels);
-    const all = group.querySelectorAll('.updatemenu-button');
-    el = all[(j + all.length) % all.length];
+  if (kind === 'slider') {  // the rail, at the tick of step `where` (Plotly draws a tick for every step)
+    const group = gd.querySelectorAll('.slider-group')[k];
+    const rail = group.querySelector('.slider-rail-touch-rect').getBoundingClientRect();
+    const ticks = group.querySelectorAll('.slider-tick-rect');
+    if (ticks.length !== gd.layout.sliders[k].steps.length) return null;
+    const t = ticks[where].getBoundingClientRect();
+    return {x: t.x + t.width / 2, y: rail.y + rail.height / 2};
   }
-  const r = el.getBoundingClientRect();
-  return {x: r.x, y: r.y, width: r.width, height: r.height};
+  const labels = gd.layout.updatemenus[k].buttons.map(b => b.label).join('|');
+  const group = Array.from(gd.querySelectorAll('.updatemenu-container > g.updatemenu-header-group')).find(g =>
+    Array.from(g.querySelectorAll('.updatemenu-button')).map(b => b.textContent).join('|') === labels);
+  const all = group.querySelectorAll('.updatemenu-button');
+  const r = all[(where + all.length) % all.length].getBoundingClientRect();
+  return {x: r.x + r.width / 2, y: r.y + r.height / 2};
 }"""
 
 
@@ -92,12 +99,31 @@ def _order(anchor: str, kind: str, name: str, page) -> int:
     return names.index(name)
 
 
-def _move(page, anchor: str, name: str, kind: str, where: float) -> None:
-    k = _order(anchor, kind, name, page)
-    box = page.evaluate(_CONTROL_BOX, [f"{anchor}-plot", kind, k, int(where) if kind == "menu" else 0])
-    page.mouse.click(box["x"] + (box["width"] * where if kind == "slider" else box["width"] / 2),
-                     box["y"] + box["height"] / 2)
+def _spec(page, anchor: str) -> dict:
+    return json.loads(page.evaluate("(id) => JSON.stringify(document.getElementById(id).explorable.spec)",
+                                    f"{anchor}-plot"))
+
+
+def _target(spec: dict, name: str, where) -> int:
+    """The position a control is moved to: a button index, a fraction of a slider's steps, or "trained": the
+    position of the first state with a trained run (Figures 3 and 9)."""
+    i, size = spec["index"][name], spec["sizes"][spec["index"][name]]
+    if where == "trained":
+        k = next(k for k, st in enumerate(spec["states"]) if "no trained run" not in st["layout"]["title.text"])
+        for s in reversed(spec["sizes"][i + 1:]):
+            k //= s
+        return k % size
+    return round(where * (size - 1)) if isinstance(where, float) else where % size
+
+
+def _move(page, anchor: str, name: str, kind: str, where) -> int:
+    """Click the control like a reader; returns the position it was moved to."""
+    k, target = _order(anchor, kind, name, page), _target(_spec(page, anchor), name, where)
+    at = page.evaluate(_CONTROL_BOX, [f"{anchor}-plot", kind, k, target])
+    assert at is not None, f"{anchor}: slider {name!r} has not one tick per step"
+    page.mouse.click(at["x"], at["y"])
     page.wait_for_timeout(400)
+    return target
 
 
 def test_plotly_is_served_once_and_only_where_needed() -> None:
@@ -110,7 +136,7 @@ def test_plotly_is_served_once_and_only_where_needed() -> None:
     pages = {p: (SITE / p).read_text(encoding="utf8") for p in PAGES}
     embedded = [p for p, text in pages.items() if "plotly.js v" in text]
     assert not embedded, f"pages that embed plotly.js: {embedded}"
-    loading = {p for p, text in pages.items() if "plotly/plotly.min.js" in text}
+    loading = {p for p, text in pages.items() if SCRIPT_TAG.search(text)}
     holding = {p for p, text in pages.items() if "plotly-graph-div" in text}
     assert {v[0] for v in EXPLORABLES.values()} <= holding
     assert loading == holding, f"load Plotly without a figure: {loading - holding}; need it: {holding - loading}"
@@ -144,15 +170,15 @@ def test_controls_change_the_plotted_data(browser, site_url: str, anchor: str) -
         plot.scroll_into_view_if_needed()
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         plot.screenshot(path=str(SCREENSHOTS / f"{anchor}-a.png"))
-        for i, (name, kind, where) in enumerate(controls):
+        for name, kind, where in controls:
             before = page.evaluate(_DATA, f"{anchor}-plot")
-            _move(page, anchor, name, kind, where)
+            target = _move(page, anchor, name, kind, where)
             after = page.evaluate(_DATA, f"{anchor}-plot")
             assert after["position"] != before["position"], f"{anchor}: {kind} {name!r} did not move"
             assert after["state"] is not None and after["state"] != before["state"]
             assert after["data"] != before["data"], f"{anchor}: moving {name!r} left the plotted data unchanged"
-            spec = json.loads(page.evaluate("(id) => JSON.stringify(document.getElementById(id).explorable.spec)",
-                                            f"{anchor}-plot"))
+            spec = _spec(page, anchor)
+            assert after["position"][spec["index"][name]] == target, f"{anchor}: {name} is not at {target}"
             k = 0
             for size, p in zip(spec["sizes"], after["position"], strict=True):
                 k = k * size + p
@@ -166,8 +192,12 @@ def test_controls_change_the_plotted_data(browser, site_url: str, anchor: str) -
                         assert shown[t][col] == value, f"{anchor}: trace {t}'s {attr} is not the state's"
             if "title.text" in state.get("layout", {}):
                 assert after["title"] == state["layout"]["title.text"]
-            if i == 0:
-                plot.screenshot(path=str(SCREENSHOTS / f"{anchor}-b.png"))
+        plot.screenshot(path=str(SCREENSHOTS / f"{anchor}-b.png"))
+        if anchor == "explore-fig3":  # on the trained grid: the trained model's B_n is drawn beside Eqn 14
+            assert "no trained run" not in after["title"], after["title"]
+            trained = page.evaluate("(id) => document.getElementById(id).data.find(t => t.name.includes('trained'))"
+                                    ".y.length", f"{anchor}-plot")
+            assert trained > 10
         assert not errors, f"{anchor}: console or page errors: {errors}"
     finally:
         page.close()
