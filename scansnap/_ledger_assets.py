@@ -42,6 +42,8 @@ STYLE = """<style>
 #ledger .lp-table td.lp-statement { min-width: 13em; overflow-wrap: normal; }
 #ledger .lp-decides { font-size: .9em; margin-top: .25em; }
 #ledger .lp-where { font-size: .85em; color: #555; overflow-wrap: normal; min-width: 5em; }
+#ledger .lp-table td[data-label="chapter"] { min-width: 5.5em; }
+#ledger .lp-table td[data-label="chapter"] a { overflow-wrap: anywhere; }
 #ledger .lp-table td p { margin: 0 0 .3em; }
 #ledger .lp-table th button { font: inherit; font-weight: 600; background: none; border: 0; padding: 0;
   color: inherit; cursor: pointer; text-align: left; }
@@ -56,7 +58,7 @@ STYLE = """<style>
   white-space: nowrap; }
 #ledger details.lp-more { font-size: .92em; }
 #ledger details.lp-more ul, #ledger details.lp-more ol { margin: .2em 0 .4em; padding-left: 1.2em; }
-@container (max-width: 40em) {
+@container (max-width: 43.5em) {
   #ledger .lp-chapters { grid-template-columns: 1fr; }
   #ledger .lp-chapter-name { padding-top: .4em; }
   #ledger .lp-table thead { position: absolute; width: 1px; height: 1px; overflow: hidden;

@@ -26,6 +26,8 @@ pytestmark = pytest.mark.site
 LEDGER = "book/claims.html"
 GALLERY = "book/figures.html"
 WIDTHS = (1300, 400)
+SWEEP = (1920, 1024, 900, 768, 740, 720, 700, 640, 500, 360)
+"""Window widths around the switch from table to cards (the ledger's box at 43.5em), where a column was once cut."""
 IDS = [c.id for c in CLAIMS]
 needs_ledger = pytest.mark.skipif(LEDGER not in PAGES, reason=f"no built {LEDGER} (run make book)")
 
@@ -125,6 +127,19 @@ def test_ledger_fits_the_window(browser, ledger_url: str, width: int) -> None:
     assert fit["root"] <= 1, f"the picture or the controls overflow the ledger at {width} px: {fit}"
     assert fit["table"] <= 1 and not fit["cut"], f"cells cut off at {width} px: {fit}"
     assert fit["cards"] == (width < 600), f"rows should be cards only on a narrow window: {fit}"
+
+
+@needs_ledger
+def test_ledger_cuts_no_column_at_any_common_width(browser, ledger_url: str) -> None:
+    """From 360 to 1920 pixels wide the table fits its box or its rows are cards: no cell is cut off."""
+    bad = {}
+    for width in SWEEP:
+        with _open(browser, ledger_url, width) as (page, problems):
+            fit = page.evaluate(_FIT)
+            assert not problems, "\n".join(problems)
+        if fit["table"] > 1 or fit["cut"] or fit["page"] > fit["viewport"] + 1:
+            bad[width] = {k: fit[k] for k in ("table", "page", "cards")} | {"cut": fit["cut"][:3]}
+    assert not bad, f"cells cut off or the page scrolls sideways: {bad}"
 
 
 @needs_ledger
