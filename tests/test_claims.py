@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import names
+from verdict_fixtures import Cfg, Err
 
 from scansnap import claims
-from scansnap.results import Config
 from scansnap.verdicts import TRAINING_KINDS, Rule, Verdict, at_most
 
 NOTES = Path(__file__).resolve().parents[2] / "shared" / "paper" / "notes.md"
@@ -24,19 +23,6 @@ def artifacts(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(tmp_path))
     return tmp_path
 
-
-@dataclass(frozen=True)
-class Err:
-    """A test measure: one error."""
-
-    err: float
-
-
-@dataclass(frozen=True)
-class Cfg(Config):
-    """A test configuration."""
-
-    steps: int = 1
 
 
 def _verdict(claim: str, evidence: str, err: float, control: float = 1.0) -> Verdict:

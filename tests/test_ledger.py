@@ -5,16 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from conftest import names
+from verdict_fixtures import Cfg, Err
 
 from scansnap import claims, ledger
 from scansnap.cli import main
 from scansnap.experiments import all_rules
-from scansnap.results import Config
 from scansnap.verdicts import Rule, at_most
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,19 +76,6 @@ def test_cli_rules_check_exits_1_on_a_changed_rule(tmp_path: Path, capsys) -> No
     assert main(["rules", "--check", "--file", str(copy)]) == 1
     assert f"DIFFERS: {key}" in capsys.readouterr().out
 
-
-@dataclass(frozen=True)
-class Err:
-    """A test measure."""
-
-    err: float
-
-
-@dataclass(frozen=True)
-class Cfg(Config):
-    """A test configuration."""
-
-    steps: int = 1
 
 
 def _record(claim: str, err: float) -> None:

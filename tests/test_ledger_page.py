@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from verdict_fixtures import Cfg, Err
 
 from scansnap import claims, ledger_page
-from scansnap.results import Config
 from scansnap.verdicts import Rule, at_least, at_most
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,19 +22,6 @@ def artifacts(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("SCANSNAP_PROFILE", "book")
     return tmp_path / "artifacts"
 
-
-@dataclass(frozen=True)
-class Err:
-    """Test measures."""
-
-    err: float
-
-
-@dataclass(frozen=True)
-class Cfg(Config):
-    """A test configuration."""
-
-    steps: int = 1
 
 
 def _record(claim: str, evidence: str, err: float, control: float | None = None) -> None:
