@@ -35,13 +35,14 @@ BUILD := $(BOOK_OUT)/_build
 HTML := $(BUILD)/html
 FIGURES := _extra/figures
 
-.PHONY: help venv book smoke test site-test lint bench bench-sweep clean clean-cache reference binder-check
+.PHONY: help venv book smoke data test site-test lint bench bench-sweep clean clean-cache reference binder-check
 
 help:
 	@echo "make book         build the book strictly (-W -n --keep-going) into $(HTML) and check it"
 	@echo "make test         run the test suite (pytest; without the browser test of the site)"
 	@echo "make site-test    open every page of the built site $(HTML) in Chromium and check it (run make book first)"
 	@echo "make smoke        build the book with SCANSNAP_PROFILE=smoke (fast, small experiments)"
+	@echo "make data         download and verify Chapter 8's WikiText-2 files (into \$$SCANSNAP_WIKITEXT or the user cache)"
 	@echo "make lint         ruff check"
 	@echo "make bench        run benchmarks/bench_train.py"
 	@echo "make bench-sweep  run benchmarks/bench_sweep.py (Chapter 7's 640-run sweep against the reference)"
@@ -64,7 +65,10 @@ $(STAMP): requirements.txt pyproject.toml
 # becomes the text "<Figure size ...>" and -W does not notice (.ci/check_build.py does).
 # The execution cache does not keep the files a page writes (figures under $(FIGURES)):
 # if they are gone while the cache is warm, the cache is dropped so the pages re-run.
+# First, in seconds, the data Chapter 8 needs (scansnap.wikitext.check): when they are neither there nor downloadable,
+# the build stops before executing any page, with what to do as the last thing on the screen.
 book: venv
+	@$(BIN)/python -m scansnap data check
 	@if [ -d $(BUILD)/.jupyter_cache ] && [ ! -d $(FIGURES) ]; then \
 	  echo "$(FIGURES) is missing: dropping the execution cache $(BUILD)/.jupyter_cache"; \
 	  rm -rf $(BUILD)/.jupyter_cache; fi
@@ -78,19 +82,23 @@ book: venv
 smoke:
 	@$(MAKE) --no-print-directory book SCANSNAP_PROFILE=smoke
 
+data: venv
+	$(BIN)/python -m scansnap data download
+
 # The suite runs on TEST_WORKERS processes (pytest-xdist; every test is seeded and single-threaded).
 TEST_WORKERS ?= 2
 test: venv
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
-# The real-browser tests (tests/test_site.py, tests/test_site_explore.py: the explorable figures; marker `site`) of
+# The real-browser tests (tests/test_site.py, tests/test_site_explore.py: the explorable figures,
+# tests/test_site_layout.py: nothing cut or wider than its column; marker `site`) of
 # an already built site: they need
 # Debian's Chromium at /usr/bin/chromium (apt-get install -y chromium chromium-driver; never
 # `playwright install`). Screenshots go to _build/screenshots/.
 site-test: venv
 	@test -f $(HTML)/index.html || { echo "no built site at $(HTML): run make book first" >&2; exit 1; }
 	SCANSNAP_SITE=$(abspath $(HTML)) $(BIN)/python -m pytest -q -m site tests/test_site.py tests/test_site_checker.py \
-	  tests/test_site_ledger.py tests/test_site_explore.py
+	  tests/test_site_ledger.py tests/test_site_explore.py tests/test_site_layout.py
 
 lint: venv
 	$(BIN)/ruff check scansnap tests benchmarks _ext .ci

@@ -1,13 +1,20 @@
 """Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap evidence
 list | verify [<experiment-id>] [--steps N] [--horizon H]``, ``python -m scansnap claims
-[--write-lock | --check-lock]`` and ``python -m scansnap rules [--write --reason ... | --check]``.
+[--write-lock | --check-lock]``, ``python -m scansnap rules [--write --reason ... | --check]`` and ``python -m scansnap
+data check | download``.
 
-``claims`` prints the ledger of the verdicts recorded under the artifacts folder; ``--check-lock`` compares them
+``data check`` exits 1, with a message that says what to do, when Chapter 8's WikiText-2 files are neither in their
+folder nor downloadable now (:func:`scansnap.wikitext.check`; ``make book`` runs it before executing any page);
+``data download`` fetches and verifies them into that folder (:func:`scansnap.wikitext.download`).
+
+``claims`` prints the ledger of the verdicts recorded under the artifacts folder (the last build's: every claim reads
+"not yet checked" before a build); ``--check-lock`` compares them
 with ``ledger/verdicts-book.json`` and exits 1 listing every claim whose verdict differs; ``--write-lock --reason``
 locks them (:mod:`scansnap.ledger`). ``rules --check`` exits 1 when a rule in the code differs from
 ``ledger/rules.json``; ``rules --write --reason`` records the change with a dated history entry.
 
-``reproduce <id>`` re-makes one figure with its data and provenance under ``--out``. With ``--check`` it
+``reproduce <id>`` re-makes one figure with its data and provenance under ``--out``, with the other figures of its
+experiment and the experiment's result, and lists every file it wrote and the time the run took. With ``--check`` it
 re-makes the figure with the profile of the published one (``--against``: a folder holding
 ``figures/<id>.json``, e.g. the built site or ``_extra``) into a temporary folder (or ``--out``) and compares
 the data with the published data: byte-equal, or every number within the tolerance of
@@ -21,10 +28,11 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, evidence, experiments, figures, ledger, profiles
+from scansnap import claims, evidence, experiments, figures, ledger, profiles, wikitext
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -90,6 +98,12 @@ def _parser() -> argparse.ArgumentParser:
     ru.add_argument("--reasons", type=Path, default=None,
                     help="with --write: a JSON file mapping rule keys (claim/evidence) to reasons")
     ru.add_argument("--file", type=Path, default=None, help="the lock file (default ledger/rules.json)")
+    da = sub.add_parser("data", help="check or download Chapter 8's WikiText-2 files")
+    da.add_argument("action", choices=("check", "download"),
+                    help="check: exit 1 saying what to do when the files Chapter 8 needs are neither there nor "
+                         "downloadable now; download: fetch and verify every split into the folder")
+    da.add_argument("--to", type=Path, default=None,
+                    help=f"the folder (default: ${wikitext.ENV}, else the per-user cache folder)")
     return parser
 
 
@@ -122,11 +136,18 @@ def _reproduce(args: argparse.Namespace) -> int:
         _parser().error("--store: the evidence goes to evidence/ in the checkout; leave --out out")
     out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
     profile = args.profile or "book"
+    start = time.perf_counter()
     made = _remake(args.figure, profile, out, args.quiet)
-    record = made.records[args.figure]
-    print(f"{args.figure} ({profile} profile) in {record.wall_time_s:.1f} s:")
-    for kind, name in record.files.items():
-        print(f"  {kind:10s} {out / 'figures' / name}")
+    took = time.perf_counter() - start
+    others = [f for f in made.records if f != args.figure]
+    print(f"{args.figure} ({profile} profile): made in {took:.1f} s (the experiment {made.experiment.id} ran "
+          f"{made.wall_time_s:.1f} s; plotting and saving took the rest)"
+          + (f"; its experiment also makes {', '.join(others)}" if others else ""))
+    print(f"wrote under {out}:")
+    for fig_id, record in made.records.items():
+        for kind, name in record.files.items():
+            print(f"  {fig_id:16s} {kind:5s} {out / 'figures' / name}")
+    print(f"  {'result':16s} {'npz':5s} {out / 'results' / f'{made.experiment.id}.npz'}")
     if args.store:
         folder = evidence.store(made.experiment, made.config, made.result, made.wall_time_s, profile=profile,
                                 figure=args.figure)
@@ -248,11 +269,24 @@ def _evidence(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _data(args: argparse.Namespace) -> int:
+    """``data check``: exit 1 with what to do when Chapter 8's files are missing; ``data download``: fetch them."""
+    if args.action == "download":
+        folder = wikitext.data_dir(args.to)
+        try:
+            got = wikitext.download(folder)
+        except (ConnectionError, ValueError, OSError) as err:
+            print(f"{err}\n(a copy of the files can also be put in a folder named by ${wikitext.ENV})", file=sys.stderr)
+            return 1
+        print("\n".join(f"verified {path}" for path in got.values()))
+        return 0
+    found = wikitext.check(args.to)
+    print(found.message(), file=sys.stdout if found.ok else sys.stderr)
+    return 0 if found.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
-    if args.command == "reproduce":
-        return _reproduce(args)
-    if args.command == "evidence":
-        return _evidence(args)
-    return _claims(args) if args.command == "claims" else _rules(args)
+    commands = {"reproduce": _reproduce, "evidence": _evidence, "claims": _claims, "rules": _rules, "data": _data}
+    return commands[args.command](args)

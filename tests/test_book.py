@@ -9,6 +9,7 @@ from pathlib import Path
 
 import jupytext
 import pytest
+from conftest import wikitext_skip_reason
 from nbclient import NotebookClient
 
 from scansnap import claims, cli, experiments, figures
@@ -16,6 +17,7 @@ from scansnap.verdicts import TRAINING_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "book" / "chapters").glob("*.md"))
+READS_WIKITEXT = {"08-wikitext"}  # skipped (naming SCANSNAP_WIKITEXT) where the data are neither here nor downloadable
 
 
 def _toc_files() -> set[str]:
@@ -54,6 +56,8 @@ def test_chapter_template(chapter: Path) -> None:
 def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkeypatch) -> None:
     """The chapter runs top to bottom; its figures are re-made bit for bit by the command line
     (same seed, same numbers); the verdicts it records are about claims assigned to it."""
+    if chapter.stem in READS_WIKITEXT and wikitext_skip_reason():
+        pytest.skip(wikitext_skip_reason())
     build = tmp_path / "build"
     monkeypatch.setenv("SCANSNAP_PROFILE", "smoke")
     monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(build))

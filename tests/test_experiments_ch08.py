@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import names  # noqa: E402
+from conftest import names, needs_wikitext, wikitext_check  # noqa: E402
 
 from scansnap import experiments, lm_train, wikitext  # noqa: E402
 from scansnap.experiments import ch08_nope as ch8n  # noqa: E402
@@ -20,9 +20,8 @@ from scansnap.experiments import ch08_wikitext as ch8  # noqa: E402
 from scansnap.experiments import wikitext_figures as figs  # noqa: E402
 from scansnap.experiments import wikitext_freeze as wf  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wikitext-2"
-pytestmark = pytest.mark.skipif(not (DATA / "valid.txt").is_file() or not (DATA / "test.txt").is_file(),
-                                reason=f"WikiText-2 valid.txt/test.txt are not at {DATA}")
+DATA = wikitext_check().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
+pytestmark = needs_wikitext()
 
 
 @pytest.fixture(autouse=True)

@@ -12,15 +12,14 @@ import matplotlib
 matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import names  # noqa: E402
+from conftest import names, needs_wikitext, wikitext_check, wikitext_skip_reason  # noqa: E402
 
 from scansnap import claims, experiments, lm_converge, wikitext  # noqa: E402
 from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import wikitext_rates as wr  # noqa: E402
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wikitext-2"
-needs_data = pytest.mark.skipif(not (DATA / "valid.txt").is_file() or not (DATA / "test.txt").is_file(),
-                                reason=f"WikiText-2 valid.txt/test.txt are not at {DATA}")
+DATA = wikitext_check().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
+needs_data = needs_wikitext()
 C, D, N = lm_converge.CONVERGED, lm_converge.DIVERGED, lm_converge.NOT_CONVERGED
 
 
@@ -33,8 +32,8 @@ def _data(monkeypatch) -> None:
 def made(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(wikitext.ENV, str(DATA))
-        if not (DATA / "valid.txt").is_file():
-            pytest.skip("no WikiText-2")
+        if wikitext_skip_reason():
+            pytest.skip(wikitext_skip_reason())
         return experiments.make(ch8r.RATES, profile="smoke", out=tmp_path_factory.mktemp("rates"))
 
 

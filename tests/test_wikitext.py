@@ -11,13 +11,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import names
+from conftest import names, needs_wikitext, wikitext_check
 
 from scansnap import wikitext
 
-DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "wikitext-2"
-needs_data = pytest.mark.skipif(not (DATA / "valid.txt").is_file(),
-                                reason=f"WikiText-2 is not at {DATA} (../shared/data/wikitext-2 beside the repo)")
+DATA = wikitext_check().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
+needs_data = needs_wikitext()
 FAKE = b" = Title = \n\n the cat sat on the mat . \n a dog <unk> . \n"
 
 
@@ -246,3 +245,95 @@ def test_article_split_holds_out_every_tenth_whole_article_deterministically() -
     assert len(held) / (len(train) + len(held)) == pytest.approx(0.1, abs=0.005)
     with pytest.raises(ValueError, match=names("every")):
         wikitext.article_split(texts, every=1)
+
+
+# ------------------------------------------------------------------------------------------------
+# check(): what `make book` runs before executing any page
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def both(monkeypatch) -> dict[str, bytes]:
+    """Small stand-ins for valid.txt and test.txt whose digests are made the known ones."""
+    files = {"valid": FAKE, "test": FAKE.replace(b"cat", b"dog")}
+    for split, payload in files.items():
+        monkeypatch.setitem(wikitext.SHA256, split, hashlib.sha256(payload).hexdigest())
+        monkeypatch.setitem(wikitext.GIT_BLOB, split, wikitext.git_blob_id(payload))
+    _Handler.files = {f"{s}.txt": p for s, p in files.items()}
+    return files
+
+
+def _says_what_to_do(text: str) -> None:
+    for words in ("valid.txt", "test.txt", "SCANSNAP_WIKITEXT", "python -m scansnap data download", "make book"):
+        assert words in text, words
+
+
+def test_check_passes_on_verified_files_without_a_request(both, tmp_path: Path, monkeypatch) -> None:
+    for split, payload in both.items():
+        (tmp_path / f"{split}.txt").write_bytes(payload)
+    monkeypatch.setattr(wikitext, "download", lambda *a, **k: pytest.fail("no download when the files are there"))
+    found = wikitext.check(tmp_path)
+    assert found.ok and found.missing == () and found.origin == "argument"
+    assert found.message().count("\n") == 0 and str(tmp_path) in found.message()
+
+
+def test_check_of_an_empty_named_folder_fails_at_once_saying_what_to_do(both, tmp_path: Path, monkeypatch) -> None:
+    """``$SCANSNAP_WIKITEXT`` names an empty folder: no download is tried there; the message names both files, the
+    folder, the variable, the per-user cache and the download command."""
+    monkeypatch.setenv(wikitext.ENV, str(tmp_path))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(wikitext, "download", lambda *a, **k: pytest.fail("a named folder is never downloaded into"))
+    found = wikitext.check()
+    assert not found.ok and found.missing == ("valid.txt", "test.txt") and found.origin == "$SCANSNAP_WIKITEXT"
+    text = found.message()
+    _says_what_to_do(text)
+    assert str(tmp_path) in text and str(wikitext.cache_dir()) in text and _left(tmp_path) == []
+
+
+def test_check_of_a_bad_copy_names_its_digests(both, tmp_path: Path) -> None:
+    (tmp_path / "valid.txt").write_bytes(b"rubbish")
+    (tmp_path / "test.txt").write_bytes(both["test"])
+    found = wikitext.check(tmp_path)
+    assert found.missing == ("valid.txt",) and wikitext.GIT_BLOB["valid"] in found.problem
+
+
+@pytest.mark.parametrize("mode", ["missing", "truncated", "closed port"])
+def test_check_offline_with_an_empty_user_cache_fails_naming_the_cache(both, server: str, user_cache: Path,
+                                                                       mode: str) -> None:
+    """No data and no way to download them (a 404, a bad transfer, a server that does not answer: a blocked
+    network): the check fails, names the cache folder, and leaves nothing in it."""
+    if mode == "closed port":
+        import socket
+
+        with socket.socket() as s:  # a port nothing listens on: the connection is refused at once
+            s.bind(("127.0.0.1", 0))
+            url = f"http://127.0.0.1:{s.getsockname()[1]}/"
+    else:
+        url = f"{server}/{mode}/"
+    found = wikitext.check(base_url=url, timeout=5)
+    assert not found.ok and found.origin == "cache" and "downloading failed" in found.problem
+    text = found.message()
+    _says_what_to_do(text)
+    assert str(user_cache) in text and "SCANSNAP_WIKITEXT is not set" in text
+    assert _left(user_cache) == []  # nothing partial, unverified or temporary
+
+
+def test_check_fills_an_empty_user_cache_when_it_can(both, server: str, user_cache: Path) -> None:
+    found = wikitext.check(base_url=f"{server}/good/")
+    assert found.ok and sorted(_left(user_cache)) == ["test.txt", "valid.txt"]
+
+
+def test_cli_data_check_and_download(both, server: str, user_cache: Path, monkeypatch, capsys) -> None:
+    from scansnap.cli import main
+
+    monkeypatch.setattr(wikitext, "BASE_URL", f"{server}/missing/")
+    assert main(["data", "check"]) == 1
+    err = capsys.readouterr().err
+    _says_what_to_do(err)
+    assert err.rstrip().splitlines()[-1].startswith("Every file is checked")  # the advice ends the output
+    monkeypatch.setattr(wikitext, "BASE_URL", f"{server}/good/")
+    monkeypatch.setitem(wikitext.GIT_BLOB, "train", wikitext.git_blob_id(FAKE))
+    _Handler.files["train.txt"] = FAKE
+    assert main(["data", "download"]) == 0
+    assert sorted(_left(user_cache)) == ["test.txt", "train.txt", "valid.txt"]
+    assert main(["data", "check"]) == 0 and "verified" in capsys.readouterr().out
