@@ -140,14 +140,15 @@ def _reproduce(args: argparse.Namespace) -> int:
     made = _remake(args.figure, profile, out, args.quiet)
     took = time.perf_counter() - start
     others = [f for f in made.records if f != args.figure]
-    print(f"{args.figure} ({profile} profile): made in {took:.1f} s (the experiment {made.experiment.id} ran "
-          f"{made.wall_time_s:.1f} s; plotting and saving took the rest)"
-          + (f"; its experiment also makes {', '.join(others)}" if others else ""))
-    print(f"wrote under {out}:")
-    for fig_id, record in made.records.items():
-        for kind, name in record.files.items():
-            print(f"  {fig_id:16s} {kind:5s} {out / 'figures' / name}")
-    print(f"  {'result':16s} {'npz':5s} {out / 'results' / f'{made.experiment.id}.npz'}")
+    print(f"{args.figure} ({profile} profile) made in {took:.1f} s: the experiment {made.experiment.id} ran "
+          f"{made.wall_time_s:.1f} s, its figures and files took {took - made.wall_time_s:.1f} s"
+          + (f"; the same run also makes {', '.join(others)}" if others else ""))
+    written = [(f, kind, out / "figures" / name) for f, r in made.records.items() for kind, name in r.files.items()]
+    written.append((made.experiment.id, "result", out / "results" / f"{made.experiment.id}.npz"))
+    print(f"{len(written)} files written:")
+    width = max(len(f) for f, _, _ in written)
+    for what, kind, path in written:
+        print(f"  {what:{width}s}  {kind:10s}  {path}")
     if args.store:
         folder = evidence.store(made.experiment, made.config, made.result, made.wall_time_s, profile=profile,
                                 figure=args.figure)
