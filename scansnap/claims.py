@@ -1,7 +1,7 @@
 """The registry of checkable claims, and the verdicts chapters record about them.
 
-Each :class:`Claim` carries its id explicitly (``C1``..``C43`` follow the numbered ledger of the
-reconstruction notes; ``X1``, ... are this book's own findings), so adding a claim never renumbers
+Each :class:`Claim` carries its id explicitly (``C1``..``C43`` number the paper's claims in the order this
+book first listed them; ``X1``, ... are this book's own findings), so adding a claim never renumbers
 another. A chapter judges a claim with a library rule (:mod:`scansnap.verdicts`) and records the
 :class:`~scansnap.verdicts.Verdict` it returns with :func:`record`: there is no way to record a verdict
 word by hand. A claim may hold one verdict per kind of evidence (derivation, simulation, training,
@@ -48,7 +48,7 @@ class Claim:
     """One checkable claim.
 
     Attributes:
-        id: ``"C1"`` .. ``"C43"`` (the reconstruction notes' ledger) or ``"X1"``, ... (this book's own).
+        id: ``"C1"`` .. ``"C43"`` (the paper's claims, as this book numbers them) or ``"X1"``, ... (this book's own).
         kind: ``"theory"`` (a statement about the model's mathematics) or ``"experiment"`` (about what
             training does: only training or real-data evidence can decide it).
         statement: the claim in one sentence (MyST markdown; math between ``$``).
@@ -150,9 +150,9 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C32", _T, r"The simplified $e^{4z}$ dynamics of Eqn 13 match the exact symmetric system up to an "
           r"$O(1)$ constant.", "Sec. 6, Eqn 13", _CH[6]),
     Claim("C33a", _T, r"With a residual connection only classes that share a query interact: the attention of a "
-          r"query moves only through classes of that query.", "Sec. 7 (first half of the notes' C33)", _CH[9]),
+          r"query moves only through classes of that query.", "Sec. 7 (first half of C33)", _CH[9]),
     Claim("C33b", _T, r"With a residual connection distinct and common tokens become local to a query: each token's "
-          r"fate (rise or fall) follows the classes of its own query.", "Sec. 7 (second half of the notes' C33)",
+          r"fate (rise or fall) follows the classes of its own query.", "Sec. 7 (second half of C33)",
           _CH[9]),
     Claim("C34", _T, r"A smaller $\eta_Y$ at fixed $\eta_Z$ gives a later transition and a larger growth factor "
           r"(Figure 3, which the paper calls a numerical simulation).", "Fig. 3", _CH[6]),
@@ -173,7 +173,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C42", _E, r"Recall-threshold curves show sparser attention for smaller $\eta_Y$ or larger $\eta_Z$, "
           r"consistent with Figure 6 (Figures 11-12).", "App. G, Figs. 11-12", _CH[7]),
     Claim("C43", _E, r"The theory's assumptions hold only approximately in the experiments (finite $T$, strong "
-          r"overlap, momentum, random initialization).", "the reconstruction notes (ledger C43), on Sec. 8",
+          r"overlap, momentum, random initialization).", "this book, on Sec. 8",
           _CH[2], origin="book"),
     Claim("X1", _T, r"Lemma 1 extends to a residual connection ($v = f + e_m$), a learnable positional bias "
           r"($b_t \propto e^{z_{m x_t} + p_t}$) and several heads (logits $\sum_h Y_h^\top \tilde v_h$): the "

@@ -319,7 +319,7 @@ RULE_C43 = Rule("C43", "training-sampled", AssumptionGaps, (
     control="the theory's own setting, from the same runs: the training gaps at step 0 (before any update, where "
             "sampled and limit, momentum and warm-up coincide), zero initialization (init gap 0) and classes without "
             "overlap (E = 0, no modification)",
-    note="C43 is this book's own finding (the reconstruction notes list it with the paper's claims, numbers in hand), "
+    note="C43 is this book's own finding (listed beside the paper's claims, numbers in hand), "
          "not a claim of the paper. Each assumption is judged on its own: a gap of at least 5% of the effect it bears "
          "on (Lemma 3's modification: 10% of the update) makes the assumption hold only approximately, 2% (5%) "
          "partly; the claim holds in full when every gap does, in part when some do. Step 0 is the null of the two "

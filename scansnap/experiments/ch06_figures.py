@@ -1,6 +1,6 @@
 """The paper's Figures 3 and 9 re-made from Theorem 4 with the constants Chapter 6 derives (C25-C31 and C34).
 
-The paper's parameters are lost; we use the reconstruction notes' setting (``K = 10``, ``eta_Z = 0.5``, vocabulary
+This book chooses the parameters (``K = 10``, ``eta_Z = 0.5``, vocabulary
 ``M`` near 1000) in a family that meets the theorem's assumptions (:func:`scansnap.theory.theorem4_family`:
 one query, one common token with ``S_0 = f~_nc(0)^2 = 0.1``, 98 distinct tokens per class, so ``M = 992``), with
 Eqn 13's constants matched to Eqn 10 (:func:`scansnap.theory.eqn13_constants`, ``b / a = 1 / (K (1 - S_0))``).

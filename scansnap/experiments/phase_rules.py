@@ -332,7 +332,7 @@ def _c24_rule(evidence: str) -> Rule:
     return Rule("C24", evidence, Eqn14Magnitude, tuple(crit),
                 alternative="B_n off Eqn 14 by a factor 2 or more, e.g. the one-constant reading a = b (K (1 - S0) "
                             "times larger)",
-                control="Eqn 14 and Eqn 13 with one constant (a = b, the paper's C0 as the notes read it) against the "
+                control="Eqn 14 and Eqn 13 with one constant (a = b, the plain reading of the paper's C0) against the "
                         "same measured curves" if training else "",
                 premise=(PREMISE_SAMPLED if evidence == "training-sampled" else PREMISE_POPULATION) if training else "",
                 note="Eqn 14 with a, b derived from Eqn 10 at t = 0, no fitting. B_n is read off the dominant distinct "

@@ -10,7 +10,7 @@ tokens ``l, l'`` of ``n``:
 * Eqn 11: ``r_{l/l'|n}(t) = r_{l/l'|n}(0) chi_l(t)`` whenever every distinct token of ``n`` moves as
   ``z-dot_ml = A_n(t) f~_nl^2`` with one rate ``A_n(t)`` (Theorem 2(a): ``A_n = eta_Z gamma pi_n xi_n``);
 * Eqn 12: with ``B_n(t) = eta_Z int_0^t gamma pi_n xi_n`` (:func:`growth_bound`, the one definition of
-  ``B_n`` in the library: the reconstruction notes' Eqn 12, class weight ``pi_n`` included), a dominant
+  ``B_n`` in the library: this book's reconstruction of Eqn 12, class weight ``pi_n`` included), a dominant
   token ``l_0`` (``r_{l_0/l|n}(0) > 0`` for every other distinct ``l``) whose class's common logits do not
   grow has ``exp(2 f~_nl0^2(0) B_n) <= chi_l0 <= exp(2 B_n)`` (:func:`dominant_token_bounds`).
 
@@ -136,7 +136,7 @@ def growth_rate(gamma: object, xi_n: object, *, eta_Z: float, pi: object) -> np.
 
 def growth_bound(t: object, gamma: object, xi_n: object, *, eta_Z: float, pi: object) -> np.ndarray:
     """Eqn 12's ``B_n(t) = eta_Z int_0^t gamma(tau) pi_n xi_n(tau) dtau``, the one definition of ``B_n`` in the
-    library (the reconstruction notes' Eqn 12: the integral of :func:`growth_rate`), by the trapezoid rule on
+    library (this book's reconstruction of Eqn 12: the integral of :func:`growth_rate`), by the trapezoid rule on
     samples along a trajectory (a training run, or a flow). :func:`integrate_eqn10` integrates the same rate
     inside its ODE instead (to the integrator's accuracy).
 
