@@ -7,8 +7,8 @@ not use Thebe (the Binder launch button does not need it), so this extension dis
 
 The claims ledger and the figure gallery read the verdicts and figures that the chapters write
 while they execute. Sphinx reads pages in sorted order (``book/chapters/*`` before ``book/claims``
-and ``book/figures``), but re-reads only pages whose source changed: this extension marks the two
-pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed)
+and ``book/figures``, and the intro, ``book/intro``, which shows the ledger's picture), but re-reads only pages
+whose source changed: this extension marks the three pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed)
 on every build, after the chapters.
 
 sphinx-book-theme 1.3.0 hides its right sidebar (``div.bd-sidebar-secondary``) while a ``full-width``
@@ -52,7 +52,7 @@ def _drop_thebe_scripts(app: Sphinx) -> None:
             app.disconnect(listener.id)
 
 
-ALWAYS_REREAD = ("book/claims", "book/figures")
+ALWAYS_REREAD = ("book/claims", "book/figures", "book/intro")  # the intro shows the ledger's picture
 
 
 def _always_reread(app: Sphinx, env, added: set, changed: set, removed: set) -> list[str]:

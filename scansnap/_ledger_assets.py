@@ -1,4 +1,5 @@
-"""The stylesheet and script of the claims ledger page (:mod:`scansnap.ledger_page`), inlined into that page only.
+"""The stylesheet and script of the claims ledger page (:mod:`scansnap.ledger_page`), inlined into that page (the
+stylesheet also into the intro, which shows the ledger's picture). Every rule is scoped to ``.lp-root``.
 
 Hand-written rather than a table library: the page needs four filters, a sort, anchors that reveal their row and a
 layout that turns rows into cards on a narrow screen. DataTables (through itables) would add about 100 KB of script
@@ -10,66 +11,68 @@ No text here may hold two opening braces in a row: MyST's substitution extension
 from __future__ import annotations
 
 STYLE = """<style>
-#ledger { container-type: inline-size; }
-#ledger .lp-legend, #ledger .lp-controls { display: flex; flex-wrap: wrap; gap: .3em .9em; align-items: center;
+.lp-root { container-type: inline-size; }
+.lp-root .lp-total { font-size: .9em; margin: .2em 0; }
+.lp-root .lp-legend, .lp-root .lp-controls { display: flex; flex-wrap: wrap; gap: .3em .9em; align-items: center;
   margin: .4em 0; font-size: .85em; }
-#ledger .lp-sw { display: inline-block; width: 1em; height: 1em; border-radius: 3px; vertical-align: -.15em;
+.lp-root .lp-sw { display: inline-block; width: 1em; height: 1em; border-radius: 3px; vertical-align: -.15em;
   margin-right: .25em; border: 1px solid #555; }
-#ledger .lp-chapters { display: grid; grid-template-columns: minmax(8em, 14em) 1fr; gap: .25em .6em;
+.lp-root .lp-chapters { display: grid; grid-template-columns: minmax(8em, 14em) 1fr; gap: .25em .6em;
   align-items: start; margin: .4em 0 .8em; }
-#ledger .lp-chapter-name { font-size: .85em; padding-top: .2em; }
-#ledger .lp-chips { display: flex; flex-wrap: wrap; gap: .25em; }
-#ledger a.lp-chip { display: inline-flex; flex-direction: column; align-items: center; min-width: 3.6em;
+.lp-root .lp-chapter-name { font-size: .85em; padding-top: .2em; }
+.lp-root .lp-chips { display: flex; flex-wrap: wrap; gap: .25em; }
+.lp-root a.lp-chip { display: inline-flex; flex-direction: column; align-items: center; min-width: 3.6em;
   padding: .1em .3em; border-radius: 4px; border: 1px solid #555; font-size: .8em; line-height: 1.25;
   text-decoration: none; }
-#ledger a.lp-chip:hover, #ledger a.lp-chip:focus { outline: 2px solid #0969da; }
-#ledger .lp-marks { display: flex; gap: 2px; min-height: 9px; }
-#ledger svg.lp-mk { width: 9px; height: 9px; fill: currentColor; stroke: currentColor; stroke-width: 1.4; }
-#ledger svg.lp-mk.lp-beside { fill: none; }
-#ledger .v-verified { background: #1b7837; color: #fff; }
-#ledger .v-partly-verified { background: #a6dba0; color: #111; }
-#ledger .v-inconclusive { background: #e0e0e0; color: #111; }
-#ledger .v-not-reproduced { background: #9e1f63; color: #fff; }
-#ledger .v-not-yet-checked { background: #fff; color: #111; border-style: dashed; }
-#ledger .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
-#ledger .lp-controls select, #ledger .lp-controls input, #ledger .lp-controls button { font: inherit;
+.lp-root a.lp-chip:hover, .lp-root a.lp-chip:focus { outline: 2px solid #0969da; }
+.lp-root .lp-marks { display: flex; gap: 2px; min-height: 9px; }
+.lp-root svg.lp-mk { width: 9px; height: 9px; fill: currentColor; stroke: currentColor; stroke-width: 1.4; }
+.lp-root svg.lp-mk.lp-beside { fill: none; }
+.lp-root .v-verified { background: #1b7837; color: #fff; }
+.lp-root .v-partly-verified { background: #a6dba0; color: #111; }
+.lp-root .v-inconclusive { background: #e0e0e0; color: #111; }
+.lp-root .v-not-reproduced { background: #9e1f63; color: #fff; }
+.lp-root .v-not-yet-checked { background: #fff; color: #111; border-style: dashed; }
+.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
+.lp-root .lp-controls select, .lp-root .lp-controls input, .lp-root .lp-controls button { font: inherit;
   max-width: 14em; }
-#ledger .lp-count { font-weight: 600; }
-#ledger .lp-scroll { overflow-x: auto; max-width: 100%; }
-#ledger table.lp-table { width: 100%; border-collapse: collapse; font-size: .85em; margin: 0; }
-#ledger .lp-table th, #ledger .lp-table td { border-bottom: 1px solid #ccc; padding: .35em .4em;
+.lp-root .lp-count { font-weight: 600; }
+.lp-root .lp-scroll { overflow-x: auto; max-width: 100%; }
+.lp-root table.lp-table { width: 100%; border-collapse: collapse; font-size: .85em; margin: 0; }
+.lp-root .lp-table th, .lp-root .lp-table td { border-bottom: 1px solid #ccc; padding: .35em .4em;
   vertical-align: top; text-align: left; overflow-wrap: anywhere; }
-#ledger .lp-table td.lp-statement { min-width: 13em; overflow-wrap: normal; }
-#ledger .lp-decides { font-size: .9em; margin-top: .25em; }
-#ledger .lp-where { font-size: .85em; color: #555; overflow-wrap: normal; min-width: 5em; }
-#ledger .lp-table td[data-label="chapter"] { min-width: 5.5em; }
-#ledger .lp-table td[data-label="chapter"] a { overflow-wrap: anywhere; }
-#ledger .lp-table td p { margin: 0 0 .3em; }
-#ledger .lp-table th button { font: inherit; font-weight: 600; background: none; border: 0; padding: 0;
+.lp-root .lp-table td.lp-statement { min-width: 13em; overflow-wrap: normal; }
+.lp-root .lp-decides { font-size: .9em; margin-top: .25em; }
+.lp-root .lp-where { font-size: .85em; color: #555; overflow-wrap: normal; min-width: 5em; }
+.lp-root .lp-table td[data-label="chapter"] { min-width: 5.5em; }
+.lp-root .lp-table td[data-label="chapter"], .lp-root .lp-table td[data-label="chapter"] a { overflow-wrap: normal;
+  word-break: normal; hyphens: manual; }
+.lp-root .lp-table td p { margin: 0 0 .3em; }
+.lp-root .lp-table th button { font: inherit; font-weight: 600; background: none; border: 0; padding: 0;
   color: inherit; cursor: pointer; text-align: left; }
-#ledger .lp-table th[aria-sort="ascending"] button::after { content: " \\25B2"; }
-#ledger .lp-table th[aria-sort="descending"] button::after { content: " \\25BC"; }
-#ledger .lp-table tr[hidden] { display: none !important; }
-#ledger .lp-table tr:target, #ledger .lp-table tr.lp-target { outline: 2px solid #0969da; outline-offset: -2px; }
-#ledger .lp-table tr { scroll-margin-top: 5em; }
-#ledger .lp-ev { display: inline-block; margin: 0 .2em .2em 0; padding: 0 .3em; border-radius: 3px;
+.lp-root .lp-table th[aria-sort="ascending"] button::after { content: " \\25B2"; }
+.lp-root .lp-table th[aria-sort="descending"] button::after { content: " \\25BC"; }
+.lp-root .lp-table tr[hidden] { display: none !important; }
+.lp-root .lp-table tr:target, .lp-root .lp-table tr.lp-target { outline: 2px solid #0969da; outline-offset: -2px; }
+.lp-root .lp-table tr { scroll-margin-top: 5em; }
+.lp-root .lp-ev { display: inline-block; margin: 0 .2em .2em 0; padding: 0 .3em; border-radius: 3px;
   border: 1px solid #555; white-space: normal; overflow-wrap: normal; }
-#ledger .lp-tag { font-size: .8em; border: 1px solid #888; border-radius: 3px; padding: 0 .25em;
+.lp-root .lp-tag { font-size: .8em; border: 1px solid #888; border-radius: 3px; padding: 0 .25em;
   white-space: nowrap; }
-#ledger details.lp-more { font-size: .92em; }
-#ledger details.lp-more ul, #ledger details.lp-more ol { margin: .2em 0 .4em; padding-left: 1.2em; }
+.lp-root details.lp-more { font-size: .92em; }
+.lp-root details.lp-more ul, .lp-root details.lp-more ol { margin: .2em 0 .4em; padding-left: 1.2em; }
 @container (max-width: 43.5em) {
-  #ledger .lp-chapters { grid-template-columns: 1fr; }
-  #ledger .lp-chapter-name { padding-top: .4em; }
-  #ledger .lp-table thead { position: absolute; width: 1px; height: 1px; overflow: hidden;
+  .lp-root .lp-chapters { grid-template-columns: 1fr; }
+  .lp-root .lp-chapter-name { padding-top: .4em; }
+  .lp-root .lp-table thead { position: absolute; width: 1px; height: 1px; overflow: hidden;
     clip: rect(0 0 0 0); }
-  #ledger .lp-table, #ledger .lp-table tbody, #ledger .lp-table tr, #ledger .lp-table td { display: block;
+  .lp-root .lp-table, .lp-root .lp-table tbody, .lp-root .lp-table tr, .lp-root .lp-table td { display: block;
     width: 100%; box-sizing: border-box; }
-  #ledger .lp-table tr { border: 1px solid #bbb; border-radius: 6px; margin-bottom: .6em; }
-  #ledger .lp-table td { border: 0; padding: .2em .6em; min-width: 0; }
-  #ledger .lp-table td::before { content: attr(data-label); display: block; font-size: .78em; font-weight: 600;
+  .lp-root .lp-table tr { border: 1px solid #bbb; border-radius: 6px; margin-bottom: .6em; }
+  .lp-root .lp-table td { border: 0; padding: .2em .6em; min-width: 0; }
+  .lp-root .lp-table td::before { content: attr(data-label); display: block; font-size: .78em; font-weight: 600;
     color: #555; }
-  #ledger .lp-table td.lp-id::before { content: none; }
+  .lp-root .lp-table td.lp-id::before { content: none; }
 }
 </style>"""
 

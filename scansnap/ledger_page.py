@@ -8,7 +8,7 @@ Everything on the page comes from the verdicts the build records and from the tw
 hand. :func:`page` returns MyST markdown for a notebook cell's ``Markdown`` output: raw HTML, except each claim's
 statement, which stays markdown (between blank lines, inside its table cell) so that its math is typeset like the
 rest of the book. The page's stylesheet and script are inlined (:mod:`scansnap._ledger_assets`), so the page needs
-no file of another page and makes no outside request.
+no file of another page and makes no outside request. :func:`summary` is the same picture and counts for the intro.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from scansnap._ledger_assets import SCRIPT, STYLE
 from scansnap.claims import VERDICTS, Claim
 from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Verdict
 
-__all__ = ["LedgerRow", "chapter_titles", "link_claims", "page", "picture", "rows", "table", "verdict_slug"]
+__all__ = ["LedgerRow", "chapter_titles", "link_claims", "page", "picture", "rows", "summary", "table",
+           "verdict_slug"]
 
 _SHORT = {"derivation": "derivation", "simulation": "simulation", "training-population": "training (T = ∞)",
           "training-sampled": "training (sampled)", "real-data": "real data"}
@@ -125,26 +126,32 @@ def _marks(row: LedgerRow) -> str:
                                                                            for v in row.beside)
 
 
-def _chip(row: LedgerRow) -> str:
+def _chip(row: LedgerRow, ledger: str = "") -> str:
     words = [f"{row.claim.id}: {row.headline}"]
     if row.deciding:
         words.append("decided by " + ", ".join(f"{_SHORT[v.evidence]} ({v.level})" for v in row.deciding))
     if row.beside:
         words.append("beside: " + ", ".join(f"{_SHORT[v.evidence]} ({v.level})" for v in row.beside))
-    return (f'<a class="lp-chip v-{verdict_slug(row.headline)}" href="#{row.claim.id}" title="{_e("; ".join(words))}"'
+    return (f'<a class="lp-chip v-{verdict_slug(row.headline)}" href="{ledger}#{row.claim.id}" '
+            f'title="{_e("; ".join(words))}"'
             f'>{row.claim.id}<span class="lp-marks">{_marks(row)}</span></a>')
 
 
-def picture(found: list[LedgerRow], base: str = "") -> str:
-    """The picture at the top of the ledger (HTML): per chapter a line of claim chips, each coloured by the
-    claim's headline and marked with its kinds of evidence (filled: deciding; hollow: shown beside), each a link
-    to its row; a legend with the count of each headline.
+def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
+    """The picture at the top of the ledger (HTML): the number of claims, a legend with the count of each
+    headline, and per chapter a line of claim chips, each coloured by the claim's headline and marked with its
+    kinds of evidence (filled: deciding; hollow: shown beside), each a link to its row.
 
     Args:
         found: the rows (:func:`rows`).
         base: prefix from the page to the site root (``"../"`` from ``book/claims.html``).
+        ledger: the ledger page from this page (``""`` on the ledger itself, ``"book/claims.html"`` from the
+            intro): each chip links to ``<ledger>#<claim id>``.
     """
     counts = {v: sum(r.headline == v for r in found) for v in VERDICTS}
+    book = sum(r.claim.origin == "book" for r in found)
+    total = (f'<p class="lp-total"><b>{len(found)} claims</b>: {len(found) - book} of the paper, {book} of this '
+             f'book, by the chapter that checks them; each chip links to its row in the ledger.</p>')
     legend = "".join(f'<span><span class="lp-sw v-{verdict_slug(v)}"></span>{_e(v)}: <b>{n}</b></span>'
                      for v, n in counts.items())
     marks = "".join(f"<span>{_mark(k, False)} {_e(_SHORT[k])}</span>" for k in EVIDENCE)
@@ -153,8 +160,8 @@ def picture(found: list[LedgerRow], base: str = "") -> str:
         mine = [r for r in found if r.chapter == n]
         link = f"{base}{mine[0].claim.chapter}.html"
         lines.append(f'<div class="lp-chapter-name"><a href="{link}">{_e(titles.get(n, n))}</a></div>'
-                     f'<div class="lp-chips">{"".join(_chip(r) for r in mine)}</div>')
-    return (f'<nav class="lp-picture" aria-label="Claims by chapter, coloured by verdict">'
+                     f'<div class="lp-chips">{"".join(_chip(r, ledger) for r in mine)}</div>')
+    return (f'<nav class="lp-picture" aria-label="Claims by chapter, coloured by verdict">{total}'
             f'<div class="lp-legend"><b>headline:</b>{legend}</div>'
             f'<div class="lp-legend"><b>evidence (filled: decides; hollow: beside):</b>{marks}</div>'
             f'<div class="lp-chapters">{"".join(lines)}</div></nav>')
@@ -292,8 +299,20 @@ def page(base: str = "../", rules_path: Path | None = None, lock_path: Path | No
         rules_path, lock_path: the locks (default ``ledger/rules.json``, ``ledger/verdicts-book.json``).
     """
     found = rows(rules_path, lock_path)
-    body = f'<div id="ledger">{picture(found, base)}{_controls(found)}{table(found, base)}'
+    body = f'<div id="ledger" class="lp-root">{picture(found, base)}{_controls(found)}{table(found, base)}'
     return "\n\n".join([STYLE, body + "\n\n</div>", SCRIPT, ledger.changes_markdown(lock_path).strip()]) + "\n"
+
+
+def summary(base: str = "../", ledger: str = "claims.html") -> str:
+    """The ledger's picture and counts (:func:`picture`) with their stylesheet, for another page (the intro,
+    ``book/intro.html``: the same picture the ledger opens with, made from the same recorded verdicts). HTML.
+
+    Args:
+        base: prefix from that page to the site root (``"../"`` from ``book/intro.html``).
+        ledger: the ledger page from that page (``"claims.html"`` beside the intro); each chip links to its
+            claim's row there.
+    """
+    return f'{STYLE}\n<div class="lp-root lp-summary">{picture(rows(), base, ledger)}</div>'
 
 
 _CLAIM_HREF = re.compile(r'(claims\.html#)([cx]\d+[a-z]?)(")')

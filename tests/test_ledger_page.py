@@ -151,3 +151,29 @@ def test_a_chapter_verdict_table_links_each_claim_to_its_row() -> None:
     rule = Rule("C35", "training-sampled", Err, (at_least("err", "error", 1.0, 0.5),), "none")
     made = rule.judge(Err(2.0), Cfg(), control=Err(2.0))  # the control passes too: inconclusive
     assert book.claim_link("C35") in book.undecided([made])
+
+
+def test_the_page_opens_with_the_picture_and_counts_then_the_table(tmp_path: Path) -> None:
+    _record("C1", "derivation", 0.0)
+    text = ledger_page.page("../", *_locks(tmp_path))
+    n, book = len(claims.CLAIMS), sum(c.origin == "book" for c in claims.CLAIMS)
+    total = f"<b>{n} claims</b>: {n - book} of the paper, {book} of this book"
+    assert text.index(total) < text.index('class="lp-legend"') < text.index('<table class="lp-table"')
+    assert "verified: <b>1</b>" in text and f"not yet checked: <b>{n - 1}</b>" in text
+
+
+def test_summary_is_the_ledgers_picture_linking_to_its_rows(tmp_path: Path) -> None:
+    """The intro's picture: the ledger's own (same chips, same counts), each chip linking to the ledger page's row;
+    no table and no element the ledger's script would drive."""
+    _record("C1", "derivation", 0.0)
+    _record("C2", "derivation", 1e-8)
+    text = ledger_page.summary()
+    tags = _Tags()
+    tags.feed(text)
+    assert sorted(tags.chips) == sorted(f"claims.html#{c.id}" for c in claims.CLAIMS)
+    assert "<style>" in text and "<table" not in text and 'id="ledger"' not in text and "<script" not in text
+    picture = ledger_page.picture(ledger_page.rows(), "../")
+    assert re.sub(r'href="claims\.html#', 'href="#', text.split("</style>")[1]).count("lp-chip v-verified") == \
+        picture.count("lp-chip v-verified") == 1
+    assert "verified: <b>1</b>" in text and "partly verified: <b>1</b>" in text
+    assert '<a href="../book/chapters/01-setting.html">' in text
