@@ -4,7 +4,7 @@ list | verify [<experiment-id>] [--steps N] [--horizon H]``, ``python -m scansna
 data check | download``.
 
 ``data check`` exits 1, with a message that says what to do, when Chapter 8's WikiText-2 files are neither in their
-folder nor downloadable now (:func:`scansnap.wikitext.check`; ``make book`` runs it before executing any page);
+folder nor downloadable now (:func:`scansnap.wikitext_check.check`; ``make book`` runs it before executing any page);
 ``data download`` fetches and verifies them into that folder (:func:`scansnap.wikitext.download`).
 
 ``claims`` prints the ledger of the verdicts recorded under the artifacts folder (the last build's: every claim reads
@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, evidence, experiments, figures, ledger, profiles, wikitext
+from scansnap import claims, evidence, experiments, figures, ledger, profiles, wikitext, wikitext_check
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -281,7 +281,7 @@ def _data(args: argparse.Namespace) -> int:
             return 1
         print("\n".join(f"verified {path}" for path in got.values()))
         return 0
-    found = wikitext.check(args.to)
+    found = wikitext_check.check(args.to)
     print(found.message(), file=sys.stdout if found.ok else sys.stderr)
     return 0 if found.ok else 1
 

@@ -17,8 +17,6 @@ the digests below, and only those verified bytes are decoded.
 * :func:`download`: fetches files with `pooch` (retries, a temporary file, a move), verifies them with
   the same check, and moves them into the folder only when they pass; nothing partial or unverified is
   ever left there.
-* :func:`check`: whether Chapter 8's files (:data:`NEEDED`) are there or can be fetched now, in seconds, and a
-  message for someone who typed ``make book`` when they are not (``python -m scansnap data check``).
 * :func:`articles` cuts a split into whole articles (a line `` = Title = `` starts one) and :func:`article_split`
   holds out every ``every``-th of them: Chapter 8's held-out text when ``train.txt`` is missing.
 * :func:`tokens` splits the classic way (whitespace, ``<eos>`` at every line end, blank lines
@@ -43,15 +41,12 @@ from scansnap._checks import check_choice, check_int
 
 __all__ = [
     "BASE_URL",
-    "DataCheck",
     "GIT_BLOB",
-    "NEEDED",
     "SHA256",
     "SPLITS",
     "Vocabulary",
     "batchify",
     "cache_dir",
-    "check",
     "chunks",
     "data_dir",
     "download",
@@ -64,9 +59,6 @@ __all__ = [
 ]
 
 SPLITS = ("train", "valid", "test")
-NEEDED = ("valid", "test")
-"""The files Chapter 8 cannot run without (it trains on ``valid`` and evaluates on ``test``; ``train.txt`` is used
-only by the ``paper`` profile, which falls back to held-out articles of the two without it)."""
 SHA256 = {
     "valid": "f0737ed31fc1329026e95cb8b98e19c2a182c39c240ab909dc31abf2f8af58e8",
     "test": "d790b833ef8cf03a90db7bf1271b7520b83c45ce07ba3c1a9699df81e239eca0",
@@ -328,73 +320,3 @@ def download(root: str | os.PathLike, splits: Sequence[str] = SPLITS, *, base_ur
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return done
-
-
-
-@dataclass(frozen=True)
-class DataCheck:
-    """What :func:`check` found.
-
-    Attributes:
-        folder: the folder looked in (:func:`data_dir`).
-        origin: how it was chosen: ``"argument"``, ``"$SCANSNAP_WIKITEXT"`` or ``"cache"`` (:func:`cache_dir`).
-        missing: the needed files (``"<split>.txt"``) neither there and verified nor downloaded now.
-        problem: why (not there, a digest error, the download error); ``""`` when nothing is missing.
-    """
-
-    folder: Path
-    origin: str
-    missing: tuple[str, ...] = ()
-    problem: str = ""
-
-    @property
-    def ok(self) -> bool:
-        """Whether every needed file is in :attr:`folder`, verified."""
-        return not self.missing
-
-    def message(self) -> str:
-        """One line when :attr:`ok`; otherwise what is missing, where it was looked for and the two ways to get
-        it, in words for someone who typed ``make book``."""
-        files = " and ".join(f"{s}.txt" for s in NEEDED)
-        if self.ok:
-            return f"WikiText-2 for Chapter 8: {files} verified in {self.folder}"
-        where = {"cache": f"the per-user cache folder {self.folder} (${ENV} is not set)",
-                 f"${ENV}": f"{self.folder}, the folder ${ENV} names (without it: the per-user cache folder "
-                            f"{cache_dir()}, filled by a download)"}.get(self.origin, str(self.folder))
-        return "\n".join([
-            f"Chapter 8 needs the WikiText-2 files {files} (pytorch/examples, word_language_model/data/wikitext-2/): "
-            f"{' and '.join(self.missing)} cannot be used here.", f"  Looked in: {where}.",
-            f"  Why: {self.problem}", "Nothing was executed. Do one of these, then run the same command again:",
-            "  1. on a machine with internet, download and verify them into that folder:",
-            "       .venv/bin/python -m scansnap data download",
-            f"  2. copy {files} from {BASE_URL} into a folder and name it with ${ENV}:",
-            f"       {ENV}=/path/to/wikitext-2 make book",
-            "Every file is checked against its known digests before a word of it is read."])
-
-
-def check(root: str | os.PathLike | None = None, *, fetch: bool = True, timeout: float = 10.0,
-          base_url: str | None = None) -> DataCheck:
-    """Whether Chapter 8 can read its WikiText-2 files (:data:`NEEDED`) from :func:`data_dir`: each is there and
-    verifies or, in the per-user cache folder (the one folder :func:`verified_text` fills by itself), ``fetch``
-    downloads it now (one try, ``timeout`` seconds per request: :func:`download`). It takes seconds: ``make book``
-    runs it before executing any page."""
-    folder = data_dir(root)
-    origin = "argument" if root is not None and str(root) else (f"${ENV}" if os.environ.get(ENV) else "cache")
-    found: dict[str, str] = {}
-    for split in NEEDED:
-        try:
-            _check((folder / f"{split}.txt").read_bytes(), split, folder / f"{split}.txt")
-        except FileNotFoundError:
-            found[split] = f"{split}.txt is not there"
-        except (ValueError, OSError) as exc:
-            found[split] = f"{split}.txt: {exc}"
-    bad, why = tuple(found), list(found.values())
-    if bad and fetch and origin == "cache":
-        try:
-            download(folder, bad, base_url=BASE_URL if base_url is None else base_url, retries=0, timeout=timeout)
-            return DataCheck(folder, origin)
-        except (ConnectionError, ValueError, OSError) as exc:
-            why.append(f"downloading failed: {exc}")
-    elif bad:
-        why.append("a folder that is named is never filled by a download on its own")
-    return DataCheck(folder, origin, tuple(f"{s}.txt" for s in bad), "; ".join(why))

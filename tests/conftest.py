@@ -24,17 +24,17 @@ if not os.environ.get("SCANSNAP_WIKITEXT") and (_SHARED_WIKITEXT / "valid.txt").
 
 
 @functools.cache
-def wikitext_check():
-    """Chapter 8's WikiText-2 as the library finds it (:func:`scansnap.wikitext.check`, once per process): in
+def wikitext_found():
+    """Chapter 8's WikiText-2 as the library finds it (:func:`scansnap.wikitext_check.check`, once per process): in
     ``wikitext.data_dir()``, or downloaded now into the per-user cache."""
-    from scansnap import wikitext
+    from scansnap import wikitext_check
 
-    return wikitext.check()
+    return wikitext_check.check()
 
 
 def wikitext_skip_reason() -> str:
     """Why the tests that read WikiText-2 are skipped here (``""``: they run)."""
-    found = wikitext_check()
+    found = wikitext_found()
     if found.ok:
         return ""
     return (f"no WikiText-2 here: {', '.join(found.missing)} neither in {found.folder} nor downloadable now; set "
@@ -45,17 +45,6 @@ def needs_wikitext():
     """A ``skipif`` mark for a test that reads WikiText-2: it runs where the data are there or downloadable, and is
     skipped with a reason naming ``SCANSNAP_WIKITEXT`` where neither."""
     return pytest.mark.skipif(bool(wikitext_skip_reason()), reason=wikitext_skip_reason() or "WikiText-2 is here")
-
-
-@pytest.fixture
-def wikitext_dir(monkeypatch) -> Path:
-    """The folder holding Chapter 8's WikiText-2 (skips when neither there nor downloadable), named by
-    ``SCANSNAP_WIKITEXT`` for the test, so that a chapter or a process it starts reads the same files."""
-    if wikitext_skip_reason():
-        pytest.skip(wikitext_skip_reason())
-    folder = wikitext_check().folder
-    monkeypatch.setenv("SCANSNAP_WIKITEXT", str(folder))
-    return folder
 
 
 @pytest.fixture(autouse=True)

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import names, needs_wikitext, wikitext_check  # noqa: E402
+from conftest import names, needs_wikitext, wikitext_found  # noqa: E402
 
 from scansnap import experiments, lm_train, wikitext  # noqa: E402
 from scansnap.experiments import ch08_nope as ch8n  # noqa: E402
@@ -20,7 +20,7 @@ from scansnap.experiments import ch08_wikitext as ch8  # noqa: E402
 from scansnap.experiments import wikitext_figures as figs  # noqa: E402
 from scansnap.experiments import wikitext_freeze as wf  # noqa: E402
 
-DATA = wikitext_check().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
+DATA = wikitext_found().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
 pytestmark = needs_wikitext()
 
 

@@ -12,13 +12,13 @@ import matplotlib
 matplotlib.use("Agg")  # tests only
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
-from conftest import names, needs_wikitext, wikitext_check, wikitext_skip_reason  # noqa: E402
+from conftest import names, needs_wikitext, wikitext_found, wikitext_skip_reason  # noqa: E402
 
 from scansnap import claims, experiments, lm_converge, wikitext  # noqa: E402
 from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import wikitext_rates as wr  # noqa: E402
 
-DATA = wikitext_check().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
+DATA = wikitext_found().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
 needs_data = needs_wikitext()
 C, D, N = lm_converge.CONVERGED, lm_converge.DIVERGED, lm_converge.NOT_CONVERGED
 

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import names, needs_wikitext, wikitext_check
+from conftest import names, needs_wikitext, wikitext_found
 
-from scansnap import wikitext
+from scansnap import wikitext, wikitext_check
 
-DATA = wikitext_check().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
+DATA = wikitext_found().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
 needs_data = needs_wikitext()
 FAKE = b" = Title = \n\n the cat sat on the mat . \n a dog <unk> . \n"
 
@@ -248,7 +248,8 @@ def test_article_split_holds_out_every_tenth_whole_article_deterministically() -
 
 
 # ------------------------------------------------------------------------------------------------
-# check(): what `make book` runs before executing any page
+# scansnap.wikitext_check.check(): what `make book` runs before executing any page (beside the download tests: it
+# uses the same local server and user cache)
 # ------------------------------------------------------------------------------------------------
 
 
@@ -272,7 +273,7 @@ def test_check_passes_on_verified_files_without_a_request(both, tmp_path: Path, 
     for split, payload in both.items():
         (tmp_path / f"{split}.txt").write_bytes(payload)
     monkeypatch.setattr(wikitext, "download", lambda *a, **k: pytest.fail("no download when the files are there"))
-    found = wikitext.check(tmp_path)
+    found = wikitext_check.check(tmp_path)
     assert found.ok and found.missing == () and found.origin == "argument"
     assert found.message().count("\n") == 0 and str(tmp_path) in found.message()
 
@@ -283,7 +284,7 @@ def test_check_of_an_empty_named_folder_fails_at_once_saying_what_to_do(both, tm
     monkeypatch.setenv(wikitext.ENV, str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(wikitext, "download", lambda *a, **k: pytest.fail("a named folder is never downloaded into"))
-    found = wikitext.check()
+    found = wikitext_check.check()
     assert not found.ok and found.missing == ("valid.txt", "test.txt") and found.origin == "$SCANSNAP_WIKITEXT"
     text = found.message()
     _says_what_to_do(text)
@@ -293,7 +294,7 @@ def test_check_of_an_empty_named_folder_fails_at_once_saying_what_to_do(both, tm
 def test_check_of_a_bad_copy_names_its_digests(both, tmp_path: Path) -> None:
     (tmp_path / "valid.txt").write_bytes(b"rubbish")
     (tmp_path / "test.txt").write_bytes(both["test"])
-    found = wikitext.check(tmp_path)
+    found = wikitext_check.check(tmp_path)
     assert found.missing == ("valid.txt",) and wikitext.GIT_BLOB["valid"] in found.problem
 
 
@@ -310,16 +311,17 @@ def test_check_offline_with_an_empty_user_cache_fails_naming_the_cache(both, ser
             url = f"http://127.0.0.1:{s.getsockname()[1]}/"
     else:
         url = f"{server}/{mode}/"
-    found = wikitext.check(base_url=url, timeout=5)
-    assert not found.ok and found.origin == "cache" and "downloading failed" in found.problem
+    found = wikitext_check.check(base_url=url, timeout=5)
+    assert not found.ok and found.origin == "cache" and f"downloading them from {url} failed" in found.problem
     text = found.message()
     _says_what_to_do(text)
     assert str(user_cache) in text and "SCANSNAP_WIKITEXT is not set" in text
+    assert "Max retries" not in text and "Connection refused" in text if mode == "closed port" else True
     assert _left(user_cache) == []  # nothing partial, unverified or temporary
 
 
 def test_check_fills_an_empty_user_cache_when_it_can(both, server: str, user_cache: Path) -> None:
-    found = wikitext.check(base_url=f"{server}/good/")
+    found = wikitext_check.check(base_url=f"{server}/good/")
     assert found.ok and sorted(_left(user_cache)) == ["test.txt", "valid.txt"]
 
 
