@@ -298,7 +298,7 @@ def _machine_paths() -> list[str]:
 
 
 ABSOLUTE = re.compile(r"(?<![\w.~-])(" + "|".join(re.escape(p) for p in _machine_paths()) + r")[^\s\"'<>)]*")
-NOTES = re.compile(r"reconstruction notes|the notes\b|notes'|notes\.md|shared/paper", re.I)
+NOTES = re.compile(r"reconstruction notes|the notes\b|notes(?:'|’|&#x27;|&#39;)|notes\.md|shared/paper", re.I)
 PUBLISHED = sorted(p.relative_to(SITE).as_posix() for pattern in ("figures/*.json", "verdicts/*.json")
                    for p in SITE.glob(pattern)) if SITE.is_dir() else []
 
@@ -314,5 +314,5 @@ def test_no_machine_path_and_no_internal_notes(path: str) -> None:
     text = _visible_text((SITE / path).read_text(encoding="utf8", errors="replace"))
     paths = sorted({m.group(0)[:120] for m in ABSOLUTE.finditer(text)})
     notes = sorted({text[max(m.start() - 50, 0): m.end() + 30].replace("\n", " ") for m in NOTES.finditer(text)})
-    assert not paths, f"{path} holds absolute paths of the machine that built it: {paths[:8]}"
-    assert not notes, f"{path} refers the reader to notes they cannot open: {notes[:5]}"
+    assert not paths and not notes, (f"{path}: absolute paths of the machine that built it: {paths[:8]}; "
+                                     f"references to notes a reader cannot open: {notes[:5]}")
