@@ -5,11 +5,11 @@ browser then reports ``Identifier 'THEBE_JS_URL' has already been declared``. Th
 not use Thebe (the Binder launch button does not need it), so this extension disconnects
 ``sphinx_thebe.init_thebe_core``, the handler that adds those scripts.
 
-The claims ledger and the figure gallery read the verdicts and figures that the chapters write
-while they execute. Sphinx reads pages in sorted order (``book/chapters/*`` before ``book/claims``
-and ``book/figures``, and the intro, ``book/intro``, which shows the ledger's picture), but re-reads only pages
-whose source changed: this extension marks the three pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed)
-on every build, after the chapters.
+The claims ledger, the figure gallery and the intro (which shows the ledger's picture) read the verdicts and
+figures that the chapters write while they execute. Sphinx reads pages in sorted order (``book/chapters/*`` before
+``book/claims``, ``book/figures`` and ``book/intro``), but re-reads only pages whose source changed: this extension
+marks the three pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed) on
+every build, after the chapters.
 
 sphinx-book-theme 1.3.0 hides its right sidebar (``div.bd-sidebar-secondary``) while a ``full-width``
 or margin element is in view, but a page with no section headings (the ledger, the gallery) has
