@@ -5,7 +5,7 @@ configure :func:`run_rates`, which trains every (learning rate, seed) run with
 :func:`scansnap.lm_converge.train_to_convergence` and gathers the runs in a :class:`RatesResult`. The experiments,
 figures and verdicts that read these results live in :mod:`scansnap.experiments.ch08_rates`; this module holds only
 what makes a run, so that a stored run (``evidence/ch8-rates/paper``) stays current while its figure or rule is
-edited (its library hash covers the code that made it, :func:`scansnap.evidence.sources`).
+edited (its code hash covers the functions the run executes, :func:`scansnap.evidence.code`).
 """
 
 from __future__ import annotations
