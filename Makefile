@@ -85,8 +85,10 @@ smoke:
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist; every test is seeded and single-threaded).
 TEST_WORKERS ?= 2
+# PYTEST_ARGS: more pytest arguments (CI: -m "not site and not book_stage", .ci/run).
+PYTEST_ARGS ?=
 test: venv
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The real-browser tests (tests/test_site.py, tests/test_site_explore.py: the explorable figures; marker `site`) of
 # an already built site: they need
