@@ -26,13 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, evidence, experiments, figures, ledger, profiles, wikitext, wikitext_check
+from scansnap import claims, device, evidence, experiments, figures, ledger, profiles, wikitext, wikitext_check
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -83,6 +84,9 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"with verify: compare the checkpoints up to this step (default {evidence.HORIZON}: later, "
                          "another machine's float sums have made SGD diverge; larger on the machine that made it)")
     ev.add_argument("--root", type=Path, default=None, help="the folder holding evidence/ (default: the checkout)")
+    for p in (rep, ev):
+        p.add_argument("--device", default=None,
+                       help=f"where the Y/Z trainer computes: cpu, cuda, cuda:N, mps (default ${device.ENV}, or cpu)")
     cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
     mode = cl.add_mutually_exclusive_group()
     mode.add_argument("--check-lock", action="store_true",
@@ -258,6 +262,7 @@ def _evidence(args: argparse.Namespace) -> int:
         return 0
     failed = 0
     for exp_id, profile in items:
+        start = time.perf_counter()
         try:
             exp = experiments.resolve(exp_id)
             problems = evidence.check(exp, profile, args.root)
@@ -266,7 +271,8 @@ def _evidence(args: argparse.Namespace) -> int:
         except (ValueError, FileNotFoundError) as err:
             problems = [str(err)]
         failed += bool(problems)
-        print(f"{'MISMATCH' if problems else 'OK'}: {exp_id}/{profile}" + "".join(f"\n  {p}" for p in problems))
+        took = f" ({time.perf_counter() - start:.1f} s)" if args.action == "verify" else ""
+        print(f"{'MISMATCH' if problems else 'OK'}: {exp_id}/{profile}{took}" + "".join(f"\n  {p}" for p in problems))
     return 1 if failed else 0
 
 
@@ -289,5 +295,10 @@ def _data(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
+    if getattr(args, "device", None) is not None:  # every trainer of this process reads it (scansnap.device)
+        try:
+            os.environ[device.ENV] = str(device.resolve(args.device))
+        except ValueError as err:
+            _parser().error(f"--{err}")
     commands = {"reproduce": _reproduce, "evidence": _evidence, "claims": _claims, "rules": _rules, "data": _data}
     return commands[args.command](args)
