@@ -40,18 +40,37 @@ anti-aliased edge of a glyph."""
 
 @dataclass(frozen=True)
 class TextBox:
-    """One rendered text: its string, its box in display pixels (origin at the figure's lower left) and the index
-    in ``fig.axes`` of the axes it belongs to (-1: the figure's own, e.g. the suptitle)."""
+    """One rendered text: its string, the corners of its box in display pixels (origin at the figure's lower left;
+    ``(4, 2)``, in order around the box: a rotated text, e.g. a tick label at 45 degrees, has a rotated box) and the
+    index in ``fig.axes`` of the axes it belongs to (-1: the figure's own, e.g. the suptitle)."""
 
     text: str
-    x0: float
-    y0: float
-    x1: float
-    y1: float
+    corners: tuple[tuple[float, float], ...]
     axes: int = -1
 
     def __str__(self) -> str:
-        return f"{self.text!r} at x {self.x0:.0f}-{self.x1:.0f}, y {self.y0:.0f}-{self.y1:.0f} px"
+        (x0, y0), (x1, y1) = np.min(self.corners, axis=0), np.max(self.corners, axis=0)
+        return f"{self.text!r} at x {x0:.0f}-{x1:.0f}, y {y0:.0f}-{y1:.0f} px"
+
+
+def _rect(x0: float, y0: float, x1: float, y1: float) -> tuple[tuple[float, float], ...]:
+    return ((x0, y0), (x1, y0), (x1, y1), (x0, y1))
+
+
+def _corners(t: Text, renderer: object) -> tuple[tuple[float, float], ...]:
+    """The box of ``t`` as drawn: its window extent, or for a text turned by other than a multiple of 90 degrees
+    the unturned box of the same size turned about the extent's centre (the centre of a rectangle's extent)."""
+    box = t.get_window_extent(renderer)
+    angle = t.get_rotation()
+    if angle % 90 == 0:
+        return _rect(box.x0, box.y0, box.x1, box.y1)
+    t.set_rotation(0)
+    flat = t.get_window_extent(renderer)
+    t.set_rotation(angle)
+    c, th = np.array([(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2]), np.radians(angle)
+    u = np.array([np.cos(th), np.sin(th)]) * flat.width / 2
+    v = np.array([-np.sin(th), np.cos(th)]) * flat.height / 2
+    return tuple(tuple(float(z) for z in p) for p in (c - u - v, c + u - v, c + u + v, c - u + v))
 
 
 @contextlib.contextmanager
@@ -80,42 +99,53 @@ def text_boxes(fig: Figure) -> list[TextBox]:
     drawn: list[Text] = []
     with _recording(renderer, drawn):
         canvas.draw()  # a layout engine places everything before the first artist is drawn
-    seen: set[int] = set()
     index: dict[int, int] = {}  # id of a text -> the axes holding it (axis labels have no .axes: walk each axes)
     for i, ax in enumerate(fig.axes):
         for t in ax.findobj(Text):
             index.setdefault(id(t), i)
-    boxes = []
-    for t in drawn:
-        if id(t) in seen:
-            continue
-        seen.add(id(t))
-        b = t.get_window_extent(renderer)
-        boxes.append(TextBox(" ".join(t.get_text().split()), b.x0, b.y0, b.x1, b.y1, index.get(id(t), -1)))
-    return boxes
+    unique = list({id(t): t for t in drawn}.values())
+    return [TextBox(" ".join(t.get_text().split()), _corners(t, renderer), index.get(id(t), -1)) for t in unique]
 
 
-def _shared(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Widths and heights ``(N, M)`` shared by boxes ``a`` ``(N, 4)`` and ``b`` ``(M, 4)`` (x0, y0, x1, y1;
-    negative: apart)."""
-    dx = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
-    dy = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
-    return dx, dy
+def _depth(a: np.ndarray, b: np.ndarray) -> float:
+    """How far two boxes ``(4, 2)`` (rectangles, corners in order) overlap: the least overlap of their projections
+    on the sides of either (the separating-axis test; negative: apart by that much). Upright boxes: the smaller of
+    the shared width and height."""
+    depth = np.inf
+    for box in (a, b):
+        for side in (box[1] - box[0], box[3] - box[0]):
+            n = side / np.hypot(*side)
+            pa, pb = a @ n, b @ n
+            depth = min(depth, min(pa.max(), pb.max()) - max(pa.min(), pb.min()))
+    return float(depth)
+
+
+def _overlaps(boxes: list[TextBox], others: list[np.ndarray], tol: float) -> list[tuple[int, int, float]]:
+    """``(i, k, depth)`` for every box ``i`` and box ``k`` of ``others`` that overlap by more than ``tol``
+    (candidates first by their upright extents)."""
+    if not boxes or not others:
+        return []
+    mine = [np.asarray(b.corners) for b in boxes]
+    lo_a, hi_a = np.array([c.min(0) for c in mine]), np.array([c.max(0) for c in mine])  # (N, 2)
+    lo_b, hi_b = np.array([c.min(0) for c in others]), np.array([c.max(0) for c in others])  # (M, 2)
+    shared = np.minimum(hi_a[:, None], hi_b[None]) - np.maximum(lo_a[:, None], lo_b[None])  # (N, M, 2)
+    out = []
+    for i, k in zip(*np.nonzero((shared > tol).all(-1)), strict=True):
+        d = _depth(mine[i], others[k])
+        if d > tol:
+            out.append((int(i), int(k), d))
+    return out
 
 
 def _intrusions(fig: Figure, boxes: list[TextBox], tol: float) -> list[str]:
-    areas = np.array([list(ax.bbox.extents) for ax in fig.axes]).reshape(-1, 4)  # (A, 4) plotting areas
+    areas = [np.asarray(_rect(*ax.bbox.extents)) for ax in fig.axes]  # the plotting areas
     if len(areas) < 2:
         return []
-    ax_dx, ax_dy = _shared(areas, areas)
-    apart = (ax_dx <= 0) | (ax_dy <= 0)  # (A, A): axes whose areas do not overlap (not twins, not insets)
-    out = []
-    for b in (b for b in boxes if b.axes >= 0):
-        dx, dy = _shared(np.array([[b.x0, b.y0, b.x1, b.y1]]), areas)
-        for k in np.flatnonzero((dx[0] > tol) & (dy[0] > tol) & apart[b.axes]):
-            out.append(f"intrudes: {b} (axes {b.axes}) reaches into the plotting area of axes {k} "
-                       f"(by {dx[0, k]:.0f} x {dy[0, k]:.0f} px)")
-    return out
+    lo, hi = np.array([a[0] for a in areas]), np.array([a[2] for a in areas])  # (A, 2)
+    apart = ((np.minimum(hi[:, None], hi[None]) - np.maximum(lo[:, None], lo[None])) <= 0).any(-1)  # (A, A)
+    owned = [b for b in boxes if b.axes >= 0]  # not twin or inset axes: their areas overlap
+    return [f"intrudes: {owned[i]} (axes {owned[i].axes}) reaches into the plotting area of axes {k} (by {d:.0f} px)"
+            for i, k, d in _overlaps(owned, areas, tol) if apart[owned[i].axes, k]]
 
 
 def legend_problems(fig: Figure) -> list[str]:
@@ -135,21 +165,16 @@ def legend_problems(fig: Figure) -> list[str]:
 def problems(fig: Figure, tol: float = TOL) -> list[str]:
     """Every layout problem of ``fig`` in words (empty: none): texts that overlap by more than ``tol`` pixels,
     texts that leave the figure by more than ``tol`` pixels, texts of one axes in the plotting area of another,
-    and legends that do not name their series
-    (:func:`legend_problems`). The figure is drawn at its own size and dpi, as :func:`scansnap.figures.save`
-    renders it."""
+    and legends that do not name their series (:func:`legend_problems`). The figure is drawn at its own size and
+    dpi, as :func:`scansnap.figures.save` renders it."""
     if not isinstance(tol, int | float) or not 0 <= tol < float("inf"):
         raise ValueError(f"tol: must be a finite number of pixels >= 0; got {tol!r}")
     boxes = text_boxes(fig)
     width, height = fig.bbox.width, fig.bbox.height
     out = [f"cut: {b} leaves the figure ({width:.0f} x {height:.0f} px)" for b in boxes
-           if b.x0 < -tol or b.y0 < -tol or b.x1 > width + tol or b.y1 > height + tol]
-    if len(boxes) > 1:
-        xy = np.array([[b.x0, b.y0, b.x1, b.y1] for b in boxes])  # (N, 4)
-        dx, dy = _shared(xy, xy)  # (N, N)
-        hit = np.triu((dx > tol) & (dy > tol), k=1)
-        out += [f"overlap: {boxes[i]} and {boxes[j]} (by {dx[i, j]:.0f} x {dy[i, j]:.0f} px)"
-                for i, j in zip(*np.nonzero(hit), strict=True)]
+           if (np.min(b.corners, 0) < -tol).any() or (np.max(b.corners, 0) > (width + tol, height + tol)).any()]
+    out += [f"overlap: {boxes[i]} and {boxes[k]} (by {d:.0f} px)"
+            for i, k, d in _overlaps(boxes, [np.asarray(b.corners) for b in boxes], tol) if i < k]
     return out + _intrusions(fig, boxes, tol) + legend_problems(fig)
 
 

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # tests only
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from conftest import names  # noqa: E402
 
@@ -50,6 +51,25 @@ def test_texts_that_touch_by_a_pixel_are_tolerated() -> None:
     ax.text(right_x, 0.5, "right")
     assert figure_layout.problems(fig) == []
     assert _kinds(figure_layout.problems(fig, tol=0)) == ["overlap"]
+
+
+def test_turned_labels_are_judged_by_their_turned_boxes() -> None:
+    """Tick labels at 45 degrees whose upright extents overlap but whose letters do not (Chapter 9's overlaps
+    figure) pass; the same labels packed closer, so the letters collide, fail."""
+    labels = [f"q={q}, s={s}" for q in (3, 5) for s in (0, 0.3, 1)]
+
+    def turned(right: float) -> plt.Figure:
+        fig, ax = plt.subplots(figsize=(5, 3), dpi=100, layout="constrained")
+        ax.set_xticks(range(6), labels, rotation=45, ha="right", rotation_mode="anchor")
+        ax.set_xlim(-0.5, right)
+        return fig
+
+    spaced = turned(5.5)
+    upright = [np.ptp(np.asarray(b.corners), axis=0) for b in figure_layout.text_boxes(spaced) if "q=" in b.text]
+    assert len(upright) == 6 and all(w > 45 for w, _ in upright)  # extents 50 px wide, 50 px apart: they touch
+    assert figure_layout.problems(spaced) == []
+    found = figure_layout.problems(turned(40))  # 10 px apart: 7 px across the turned lines, letters 14 px high
+    assert found and all(p.startswith("overlap") and p.count("q=") == 2 for p in found)
 
 
 def test_a_text_outside_the_figure_is_cut() -> None:
