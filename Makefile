@@ -60,6 +60,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -r requirements.txt 2>&1 | $(PIP_FILTER)
 	@touch $@
 
+# The chapters execute BOOK_JOBS at a time into the execution cache first (.ci/execute_pages.py; one intra-op
+# thread each when more than one runs); jupyter-book then renders them from the cache.
+BOOK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+
 # MPLBACKEND is unset for the build: with a non-inline backend (e.g. Agg) a glued figure silently
 # becomes the text "<Figure size ...>" and -W does not notice (.ci/check_build.py does).
 # The execution cache does not keep the files a page writes (figures under $(FIGURES)):
@@ -70,6 +74,7 @@ book: venv
 	  rm -rf $(BUILD)/.jupyter_cache; fi
 	@mkdir -p $(FIGURES)
 	@echo "building the book with SCANSNAP_PROFILE=$(SCANSNAP_PROFILE)"
+	env -u MPLBACKEND $(BIN)/python .ci/execute_pages.py --cache $(BUILD)/.jupyter_cache --jobs $(BOOK_JOBS)
 	env -u MPLBACKEND $(BIN)/jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
 	$(BIN)/python .ci/check_build.py --html $(HTML)
 	@echo "open: file://$(abspath $(HTML)/index.html)"
