@@ -19,7 +19,7 @@ apply the precomputed state of their combination (``Plotly.update``): two contro
 squeezed or cut.
 
 **In a notebook** (Binder, JupyterLab) an explorable is displayed as Plotly's own figure: its MIME bundle
-(:meth:`Explorable._repr_mimebundle_`) holds ``application/vnd.plotly.v1+json`` (JupyterLab draws it natively:
+(``Explorable._repr_mimebundle_``) holds ``application/vnd.plotly.v1+json`` (JupyterLab draws it natively:
 :meth:`Explorable.notebook_figure`, one control over every combination of the controls, so it works without the
 page script) beside the site's ``text/html``; the book's build takes the ``text/html``
 (``nb_mime_priority_overrides`` in ``_config.yml`` leaves the Plotly type out).

@@ -227,3 +227,29 @@ def test_freeze_explorable() -> None:
     assert all(np.allclose(z[i], runs[0].train_maps[2, i, : i + 1], atol=6e-4) for i in range(T))
     assert s["data"]["x"][0][1] == "1 w" and s["data"]["x"][1] == [100]
     assert spec["states"][ex.index([0, 2])]["data"]["x"][0][1] == "1 b"
+
+
+def test_the_site_takes_the_html_and_a_notebook_the_plotly_bundle() -> None:
+    """The book's build (myst-nb, html builder) picks ``text/html`` from an explorable's bundle and never Plotly's type
+    (``nb_mime_priority_overrides``); the ``scansnap_plotly`` extension silences only myst-nb's note that it skips
+    that type (a bundle with nothing the site can show still warns: ``mystnb.mime_priority``)."""
+    import importlib.util
+    from pathlib import Path
+
+    import plotly.graph_objects as go
+    import yaml
+    from myst_nb.core.render import get_mime_priority
+
+    root = Path(__file__).resolve().parent.parent
+    config = yaml.safe_load((root / "_config.yml").read_text())["sphinx"]["config"]
+    priority = get_mime_priority("html", config["nb_mime_priority_overrides"])
+    ex = Explorable("explore-test", go.Figure(go.Scatter(y=[0])), (Control("a", "a", ("1", "2")),),
+                    tuple({"traces": [0], "data": {"y": [[k]]}} for k in range(2)))
+    bundle = ex._repr_mimebundle_()
+    assert explore.MIME not in priority and next(m for m in priority if m in bundle) == "text/html"
+    spec = importlib.util.spec_from_file_location("scansnap_plotly", root / "_ext" / "scansnap_plotly.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    sphinx_config = SimpleNamespace(suppress_warnings=["ref.citation"])
+    ext._allow_notebook_types(None, sphinx_config)
+    assert sphinx_config.suppress_warnings == ["ref.citation", "mystnb.unknown_mime_type"]
