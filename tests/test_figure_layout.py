@@ -4,7 +4,9 @@ panel, every legend names its series."""
 
 from __future__ import annotations
 
+import os
 from functools import cache
+from pathlib import Path
 
 import matplotlib
 
@@ -14,7 +16,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from conftest import names  # noqa: E402
 
-from scansnap import evidence, experiments, figure_layout, wikitext  # noqa: E402
+from scansnap import evidence, experiments, figure_layout, results, wikitext  # noqa: E402
 from scansnap.experiments.ch08_wikitext import WikiConfig  # noqa: E402
 
 
@@ -154,6 +156,26 @@ def test_every_figure_of_the_book_is_legible(fig_id: str, source: str) -> None:
     exp = experiments.owner(fig_id)
     fig = exp.figure(fig_id).plot(_result(exp.id, source))
     assert figure_layout.problems(fig) == []
+
+
+@cache
+def _built(exp_id: str) -> object:
+    exp = experiments.get(exp_id)
+    path = Path(__file__).resolve().parent.parent / "_extra" / "results" / f"{exp_id}.npz"
+    if not path.is_file():
+        pytest.skip(f"the built book saved no result of {exp_id} ({path})")
+    return results.load(exp.result, path)
+
+
+@pytest.mark.built
+@pytest.mark.parametrize("fig_id", experiments.figure_ids())
+def test_every_figure_of_the_built_book_is_legible(fig_id: str) -> None:
+    """The same check on the figures as the book just built shows them (its profile, e.g. ``book``: more panels,
+    seeds and steps than smoke), drawn again from the results the build saved (``_extra/results``): no run."""
+    if not os.environ.get("SCANSNAP_BUILT"):
+        pytest.skip("no built book: set SCANSNAP_BUILT to the build folder after `make book`")
+    exp = experiments.owner(fig_id)
+    assert figure_layout.problems(exp.figure(fig_id).plot(_built(exp.id))) == []
 
 
 def test_every_figure_is_checked() -> None:
