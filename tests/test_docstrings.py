@@ -57,6 +57,7 @@ EXEMPT = {
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",
     "scansnap.figures": "the figure gallery, figure provenance and citations (book/figures.md)",
+    "scansnap.figure_layout": "the layout check every figure of the book passes (tests/test_figure_layout.py)",
     "scansnap.ledger": "the locked rules and verdicts (ledger/), and the claims ledger page (book/claims.md)",
     "scansnap.ledger_page": "the claims ledger as a navigable page (book/claims.md): picture, sort, filter, anchors",
     "scansnap.profiles": "the smoke / book / paper profiles of DESIGN.md",
