@@ -38,13 +38,15 @@ STYLE = ("<style>\n" + f"""{_BOX} {{ container-type: inline-size; margin: .5em 0
   padding: .35em .45em; vertical-align: top; text-align: left; overflow-wrap: anywhere; background: none; }}
 {_BOX} .sv-table thead th {{ border-bottom: 2px solid var(--pst-color-text-muted, #888); font-weight: 600; }}
 {_BOX} .sv-table tbody {{ border-top: 2px solid var(--pst-color-text-muted, #888); }}
-{_BOX} .sv-table th.sv-id {{ font-weight: 400; min-width: 6.5em; }}
-{_BOX} .sv-table td.sv-ev {{ min-width: 6em; overflow-wrap: normal; }}
-{_BOX} .sv-table td.sv-level {{ min-width: 8.5em; }}
+{_BOX} .sv-table th.sv-id {{ font-weight: 400; width: 5.5em; }}
+{_BOX} .sv-table td.sv-ev {{ width: 7em; overflow-wrap: normal; }}
+{_BOX} .sv-table td.sv-level {{ width: 8.5em; overflow-wrap: normal; }}
+{_BOX} .sv-kind {{ white-space: nowrap; }}
+{_BOX} .sv-v {{ white-space: nowrap; }}
 {_BOX} .sv-id > a {{ font-weight: 700; }}
 {_BOX} .sv-head {{ display: block; margin-top: .3em; font-size: .85em; color: var(--pst-color-text-muted, #555); }}
 {_BOX} .sv-chip {{ display: inline-block; padding: 0 .4em; border: 1px solid #555; border-radius: 4px;
-  line-height: 1.45; text-decoration: none; overflow-wrap: normal; }}
+  line-height: 1.45; text-decoration: none; white-space: nowrap; }}
 {_BOX} a.sv-chip:hover, {_BOX} a.sv-chip:focus {{ outline: 2px solid #0969da; text-decoration: none; }}
 {_BOX} .sv-control .sv-chip {{ font-size: .9em; }}
 {_BOX} .sv-why, {_BOX} .sv-beside {{ display: block; margin-top: .25em; font-size: .85em;
@@ -70,6 +72,8 @@ STYLE = ("<style>\n" + f"""{_BOX} {{ container-type: inline-size; margin: .5em 0
   {_BOX} .sv-table td {{ display: block; min-width: 0; border: 0; padding: .25em .6em; }}
   {_BOX} .sv-table td.sv-nums::before, {_BOX} .sv-table td.sv-control::before {{ content: attr(data-label);
     display: block; font-size: .85em; font-weight: 600; color: var(--pst-color-text-muted, #555); }}
+  {_BOX} .sv-table td.sv-empty {{ display: none; }}
+  {_BOX} .sv-table tr:has(> td.sv-empty) > td.sv-nums {{ grid-column: 1 / -1; }}
 }}
 </style>""")
 """The verdict table's stylesheet (inlined into each table: a notebook has no site stylesheet). Below a box of
@@ -208,24 +212,26 @@ class VerdictTable:
 
     @staticmethod
     def _numbers(pairs: tuple[tuple[str, str], ...]) -> str:
-        items = "".join(f'<li><span class="sv-k">{_e(k)}</span> = {_e(v)}</li>' for k, v in pairs)
+        items = "".join(f'<li><span class="sv-k">{_e(k).replace("_", "_<wbr>")}</span> <span class="sv-v">= {_e(v)}'
+                        "</span></li>" for k, v in pairs)
         return f'<ul class="sv-nums">{items}</ul>'
 
     def _row(self, v: Verdict, anchors: dict[str, str]) -> str:
         beside = v.evidence not in claims.admissible(v.claim)
-        ev = _e(SHORT[v.evidence]) + ('<span class="sv-beside">beside the headline</span>' if beside else "")
+        ev = (f'<span class="sv-kind" title="{_e(EVIDENCE[v.evidence])}">{_e(SHORT[v.evidence])}</span>'
+              + ('<span class="sv-beside">beside the headline</span>' if beside else ""))
         why = ""
         if v.reason in anchors:
             why = f'<a class="sv-why" href="#{anchors[v.reason]}">{_e(v.reason.partition(": ")[0])} (below)</a>'
         elif v.qualification():
             why = f'<span class="sv-why">{_e(v.qualification())}</span>'
-        cells = [("evidence", "sv-ev", f'<span title="{_e(EVIDENCE[v.evidence])}">{ev}</span>'),
+        cells = [("evidence", "sv-ev", ev),
                  ("verdict", "sv-level", self._chip(v.level, v.claim) + why),
                  ("numbers", "sv-nums", self._numbers(v.number_pairs()))]
         if self.has_control:
             control = (f"{self._chip(v.control_level)}{self._numbers(v.number_pairs(control=True))}"
                        if v.control_level else '<span class="sv-none">none</span>')
-            cells.append(("control's numbers", "sv-control", control))
+            cells.append(("control", "sv-control" if v.control_level else "sv-control sv-empty", control))
         return "".join(f'<td class="{cls}" data-label="{label}">{body}</td>' for label, cls, body in cells)
 
     def _undecided_html(self, groups: list[Undecided]) -> str:
@@ -236,7 +242,7 @@ class VerdictTable:
             detail = g.reason.partition(": ")[2]
             decide = g.decide_text(_e, lambda c: f"<code>{_e(c)}</code>")
             them = "it" if len(g.verdicts) == 1 else "them"
-            items.append(f'<li id="{g.anchor}"><b>{_e(g.head)}</b> ({covers}){": " + _e(detail) if detail else ""}. '
+            items.append(f'<li id="{g.anchor}"><b>{_e(g.head)}</b> for {covers}{": " + _e(detail) if detail else ""}. '
                          f"What would decide {them}: {decide}.</li>")
         return (f'<div class="sv-undecided"><p><b>Undecided here</b>, by reason:</p><ul>{"".join(items)}</ul></div>'
                 if items else "")
@@ -244,7 +250,7 @@ class VerdictTable:
     def _repr_html_(self) -> str:
         groups = self.undecided()
         anchors = {g.reason: g.anchor for g in groups}
-        heads = ["claim", "evidence", "verdict", "numbers"] + (["control's numbers"] if self.has_control else [])
+        heads = ["claim", "evidence", "verdict", "numbers"] + (["control"] if self.has_control else [])
         parts = [f'<div class="sv-verdicts">{STYLE}<table class="sv-table"><thead><tr>'
                  + "".join(f'<th scope="col">{h}</th>' for h in heads) + "</tr></thead>"]
         for cid in dict.fromkeys(v.claim for v in self.verdicts):
@@ -258,7 +264,7 @@ class VerdictTable:
         return "".join(parts)
 
     def _repr_markdown_(self) -> str:
-        cols = "| claim | evidence | verdict | numbers |" + (" control's numbers |" if self.has_control else "")
+        cols = "| claim | evidence | verdict | numbers |" + (" control |" if self.has_control else "")
         lines = [cols, "|---" * cols.count(" |") + "|"]
         for v in self.verdicts:
             cells = [f"{v.claim} (headline: {self.headlines.get(v.claim, claims.NOT_CHECKED)})", SHORT[v.evidence],
@@ -272,7 +278,7 @@ class VerdictTable:
             for g in groups:
                 covers = "; ".join(f"{', '.join(ids)} on {kind}" for kind, ids in g.covers())
                 decide = g.decide_text(str, lambda c: f"`{c}`")
-                lines.append(f"- **{g.reason}** ({covers}). What would decide "
+                lines.append(f"- **{g.reason}** (for {covers}). What would decide "
                              f"{'it' if len(g.verdicts) == 1 else 'them'}: {decide}.")
         return "\n".join(lines) + "\n"
 

@@ -169,7 +169,7 @@ def test_what_would_decide_names_the_cuts_once_and_the_command_for_its_figure() 
     assert "(verified on the same rule)" in VerdictTable.of([both], {})._repr_html_()
     assert undecided([_judge("C38", "training-sampled", 0.0, control=1.0)]) == []
     tiny = VerdictTable.of([_judge("C38", "training-sampled", 0.0, control=1.0, too_small="ln chi 0.02")], {})
-    assert "effect too small to judge</b> (" in tiny._repr_html_() and ": ln chi 0.02." in tiny._repr_html_()
+    assert "effect too small to judge</b> for " in tiny._repr_html_() and ": ln chi 0.02." in tiny._repr_html_()
     assert "happens at a visible size" in tiny._repr_markdown_()
 
 
