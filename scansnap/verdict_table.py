@@ -3,9 +3,9 @@
 :class:`VerdictTable` shows the verdicts a chapter recorded as a table, one row per claim and kind of evidence, the
 rows of a claim together under its id and headline (the weakest verdict on the evidence that decides it, as in the
 ledger); each level a coloured chip linking to the claim's row of the claims ledger (``claims.html#C24``), the
-numbers the rule used and its control's numbers in their own columns. Under the table the inconclusive verdicts,
-grouped by their reason (:func:`undecided`): one line per reason, naming the claims it covers and what would decide
-them.
+numbers the rule used and its control's numbers in their own columns. Under the table each reason once
+(:func:`reasons`): why verdicts are inconclusive, naming the claims it leaves undecided and what would decide them,
+or the reduced protocol a verdict was reached under; a row says only which reason is its own and links to it.
 
 The site shows its ``text/html`` (myst-nb prefers it for the HTML builder; JupyterLab renders it too), with its
 stylesheet inlined so that a notebook shows the same chips; ``text/markdown`` and ``text/plain`` carry the same
@@ -26,7 +26,7 @@ from scansnap.ledger_page import _SHORT as SHORT
 from scansnap.ledger_page import verdict_slug
 from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
 
-__all__ = ["LEDGER", "STYLE", "Undecided", "VerdictTable", "claim_link", "undecided"]
+__all__ = ["LEDGER", "STYLE", "Reason", "VerdictTable", "claim_link", "reasons"]
 
 LEDGER = "../claims.html"
 """The claims ledger (``book/claims.html``) as a chapter page (``book/chapters/*.html``) links to it."""
@@ -41,7 +41,6 @@ STYLE = ("<style>\n" + f"""{_BOX} {{ container-type: inline-size; margin: .5em 0
 {_BOX} .sv-table th.sv-id {{ font-weight: 400; width: 5.5em; }}
 {_BOX} .sv-table td.sv-ev {{ width: 7em; overflow-wrap: normal; }}
 {_BOX} .sv-table td.sv-level {{ width: 8.5em; overflow-wrap: normal; }}
-{_BOX} .sv-kind {{ white-space: nowrap; }}
 {_BOX} .sv-v {{ white-space: nowrap; }}
 {_BOX} .sv-id > a {{ font-weight: 700; }}
 {_BOX} .sv-head {{ display: block; margin-top: .3em; font-size: .85em; color: var(--pst-color-text-muted, #555); }}
@@ -52,12 +51,13 @@ STYLE = ("<style>\n" + f"""{_BOX} {{ container-type: inline-size; margin: .5em 0
 {_BOX} .sv-why, {_BOX} .sv-beside {{ display: block; margin-top: .25em; font-size: .85em;
   color: var(--pst-color-text-muted, #555); }}
 {_BOX} ul.sv-nums {{ list-style: none; margin: .2em 0 0; padding: 0; }}
-{_BOX} ul.sv-nums li {{ margin: 0; }}
+{_BOX} ul.sv-nums li {{ margin: 0; padding-left: 1.2em; text-indent: -1.2em; }}
 {_BOX} .sv-k {{ font-family: var(--pst-font-family-monospace, monospace); font-size: .9em; }}
 {_BOX} .sv-none {{ color: var(--pst-color-text-muted, #777); }}
-{_BOX} .sv-undecided ul {{ margin: .2em 0 0; padding-left: 1.2em; }}
-{_BOX} .sv-undecided li {{ margin-bottom: .35em; }}
-{_BOX} .sv-undecided code {{ overflow-wrap: anywhere; }}
+{_BOX} .sv-reasons ul {{ margin: .2em 0 0; padding-left: 1.2em; }}
+{_BOX} .sv-reasons li {{ margin-bottom: .35em; }}
+{_BOX} .sv-reasons {{ font-size: .92em; }}
+{_BOX} .sv-reasons .sv-tok {{ white-space: nowrap; }}
 {level_rules(_BOX)}@container (max-width: 40em) {{
   {_BOX} .sv-table thead {{ position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }}
   {_BOX} .sv-table, {_BOX} .sv-table tbody, {_BOX} .sv-table th.sv-id {{ display: block; width: 100%;
@@ -80,6 +80,18 @@ STYLE = ("<style>\n" + f"""{_BOX} {{ container-type: inline-size; margin: .5em 0
 40em the table becomes cards, one per claim, so that nothing is wider than the page's column at 400 px."""
 
 
+def _command(command: str) -> str:
+    """A shell command as HTML code that breaks only between its words."""
+    return "<code>" + " ".join(f'<span class="sv-tok">{_e(w)}</span>' for w in command.split()) + "</code>"
+
+
+def _kind(evidence: str) -> str:
+    """The short name of a kind of evidence (as the ledger writes it), escaped, breaking only before its
+    parenthesis: ``training (T = ∞)`` on two lines at most."""
+    name, paren, rest = _e(SHORT[evidence]).partition(" (")
+    return name + (" (" + rest.replace(" ", "\u00a0") if paren else "")
+
+
 def _e(text: object) -> str:
     """Escaped for HTML, on one line (a blank line would end a raw HTML block of the page's markdown)."""
     return html.escape(" ".join(str(text).split()))
@@ -94,39 +106,54 @@ def claim_link(claim_id: str, ledger: str = LEDGER, text: str | None = None, cls
 
 
 @dataclass(frozen=True)
-class Undecided:
-    """Inconclusive verdicts that share one reason.
+class Reason:
+    """Verdicts that share one qualification (:meth:`scansnap.verdicts.Verdict.qualification`): why they are
+    inconclusive, or the reduced protocol they were reached under.
 
     Attributes:
-        reason: the reason (:attr:`scansnap.verdicts.Verdict.reason`), e.g. ``"the control passes too"``.
-        verdicts: the verdicts it covers, in the table's order.
-        decide: what would decide them: ``(words, commands)`` pairs, each a kind of run and the commands that make
-            it (empty when there is no command to give).
+        text: the qualification, e.g. ``"the control passes too"``, ``"reduced protocol: steps 10 (paper profile:
+            100)"``.
+        undecided: the inconclusive verdicts it covers, in the table's order.
+        decided: the verdicts reached under it all the same (a reduced protocol can confirm, never refute).
+        decide: what would decide the undecided ones: ``(words, commands)`` pairs, each a kind of run and the
+            commands that make it (empty when there is no command to give).
     """
 
-    reason: str
-    verdicts: tuple[Verdict, ...]
-    decide: tuple[tuple[str, tuple[str, ...]], ...]
+    text: str
+    undecided: tuple[Verdict, ...]
+    decided: tuple[Verdict, ...] = ()
+    decide: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def anchor(self) -> str:
         """A page id for the reason (stable: a hash of its words), which the table's rows link to."""
-        return "sv-undecided-" + hashlib.sha1(self.reason.encode()).hexdigest()[:8]
+        return "sv-reason-" + hashlib.sha1(self.text.encode()).hexdigest()[:8]
 
     @property
     def head(self) -> str:
         """The reason up to its first colon (``"reduced protocol"``, ``"effect too small to judge"``)."""
-        return self.reason.partition(": ")[0]
+        return self.text.partition(": ")[0]
 
-    def decide_text(self, text: Callable[[str], str], code: Callable[[str], str]) -> str:
-        """What would decide them in words, each command written by ``code`` and each text by ``text`` (markup)."""
-        return "; ".join(text(words) + (": " + ", ".join(map(code, cmds)) if cmds else "")
-                         for words, cmds in self.decide)
+    def line(self, text: Callable[[str], str], link: Callable[[str], str], code: Callable[[str], str]) -> str:
+        """The reason's line after its head: its details, the claims it leaves undecided and what would decide them,
+        the claims decided under it; ``text`` escapes words, ``link`` writes a claim id, ``code`` a command."""
 
-    def covers(self) -> list[tuple[str, list[str]]]:
-        """The claims it covers by kind of evidence: ``[(short kind, [claim ids]), ...]``."""
-        kinds = dict.fromkeys(v.evidence for v in self.verdicts)
-        return [(SHORT[k], [v.claim for v in self.verdicts if v.evidence == k]) for k in kinds]
+        def covers(found: tuple[Verdict, ...]) -> str:
+            kinds = dict.fromkeys(v.evidence for v in found)
+            return "; ".join(f"{', '.join(link(v.claim) for v in found if v.evidence == k)} on {text(SHORT[k])}"
+                             for k in kinds)
+
+        detail = self.text.partition(": ")[2]
+        out = f": {text(detail)}." if detail else "."
+        if self.undecided:
+            decide = "; ".join(text(words) + (": " + ", ".join(map(code, cmds)) if cmds else "")
+                               for words, cmds in self.decide)
+            them = "it" if len(self.undecided) == 1 else "them"
+            out += f" Undecided: {covers(self.undecided)}; what would decide {them}: {decide}."
+        if self.decided:
+            out += (f" Decided all the same (a run below the protocol can confirm a claim, never refute it): "
+                    f"{covers(self.decided)}.")
+        return out
 
 
 def _decision(v: Verdict) -> tuple[str, str]:
@@ -144,22 +171,32 @@ def _decision(v: Verdict) -> tuple[str, str]:
             "already shows, e.g. a longer horizon or a larger effect size", "")
 
 
-def undecided(made: Iterable[Verdict]) -> list[Undecided]:
-    """The inconclusive verdicts of ``made`` grouped by their reason, in the order the reasons first appear; per
-    reason, what would decide its verdicts (each kind of run once, with the commands that make it)."""
+def reasons(made: Iterable[Verdict]) -> list[Reason]:
+    """The qualified verdicts of ``made`` grouped by their qualification, in the order the qualifications first
+    appear: each reason once, with the verdicts it leaves undecided, what would decide them (each kind of run once,
+    with the commands that make it) and the verdicts decided under it."""
     groups: dict[str, list[Verdict]] = {}
     for v in made:
-        if v.level == INCONCLUSIVE:
-            groups.setdefault(v.reason, []).append(v)
+        if v.qualification():
+            groups.setdefault(v.qualification(), []).append(v)
     out = []
-    for reason, found in groups.items():
+    for text, found in groups.items():
+        undecided = tuple(v for v in found if v.level == INCONCLUSIVE)
         decide: dict[str, list[str]] = {}
-        for words, command in map(_decision, found):
+        for words, command in map(_decision, undecided):
             decide.setdefault(words, [])
             if command and command not in decide[words]:
                 decide[words].append(command)
-        out.append(Undecided(reason, tuple(found), tuple((w, tuple(c)) for w, c in decide.items())))
+        out.append(Reason(text, undecided, tuple(v for v in found if v.level != INCONCLUSIVE),
+                          tuple((w, tuple(c)) for w, c in decide.items())))
     return out
+
+
+def _title(found: list[Reason]) -> str:
+    undecided, decided = any(r.undecided for r in found), any(r.decided for r in found)
+    if undecided and decided:
+        return "Undecided or under a reduced protocol here"
+    return "Undecided here" if undecided else "Under a reduced protocol here"
 
 
 def _ordered(made: Iterable[Verdict]) -> tuple[Verdict, ...]:
@@ -200,9 +237,9 @@ class VerdictTable:
         """Whether any verdict was judged on a control (else the table has no control column)."""
         return any(v.control_level for v in self.verdicts)
 
-    def undecided(self) -> list[Undecided]:
-        """The inconclusive verdicts grouped by reason (:func:`undecided`)."""
-        return undecided(self.verdicts)
+    def reasons(self) -> list[Reason]:
+        """The qualified verdicts grouped by reason (:func:`reasons`)."""
+        return reasons(self.verdicts)
 
     def _chip(self, level: str, claim_id: str | None = None) -> str:
         cls = f"sv-chip v-{verdict_slug(level)}"
@@ -218,13 +255,10 @@ class VerdictTable:
 
     def _row(self, v: Verdict, anchors: dict[str, str]) -> str:
         beside = v.evidence not in claims.admissible(v.claim)
-        ev = (f'<span class="sv-kind" title="{_e(EVIDENCE[v.evidence])}">{_e(SHORT[v.evidence])}</span>'
+        ev = (f'<span class="sv-kind" title="{_e(EVIDENCE[v.evidence])}">{_kind(v.evidence)}</span>'
               + ('<span class="sv-beside">beside the headline</span>' if beside else ""))
-        why = ""
-        if v.reason in anchors:
-            why = f'<a class="sv-why" href="#{anchors[v.reason]}">{_e(v.reason.partition(": ")[0])} (below)</a>'
-        elif v.qualification():
-            why = f'<span class="sv-why">{_e(v.qualification())}</span>'
+        q = v.qualification()
+        why = f'<a class="sv-why" href="#{anchors[q]}">{_e(q.partition(": ")[0])} (below)</a>' if q else ""
         cells = [("evidence", "sv-ev", ev),
                  ("verdict", "sv-level", self._chip(v.level, v.claim) + why),
                  ("numbers", "sv-nums", self._numbers(v.number_pairs()))]
@@ -234,22 +268,16 @@ class VerdictTable:
             cells.append(("control", "sv-control" if v.control_level else "sv-control sv-empty", control))
         return "".join(f'<td class="{cls}" data-label="{label}">{body}</td>' for label, cls, body in cells)
 
-    def _undecided_html(self, groups: list[Undecided]) -> str:
-        items = []
-        for g in groups:
-            covers = "; ".join(f"{', '.join(claim_link(c, self.ledger) for c in ids)} on {_e(kind)}"
-                               for kind, ids in g.covers())
-            detail = g.reason.partition(": ")[2]
-            decide = g.decide_text(_e, lambda c: f"<code>{_e(c)}</code>")
-            them = "it" if len(g.verdicts) == 1 else "them"
-            items.append(f'<li id="{g.anchor}"><b>{_e(g.head)}</b> for {covers}{": " + _e(detail) if detail else ""}. '
-                         f"What would decide {them}: {decide}.</li>")
-        return (f'<div class="sv-undecided"><p><b>Undecided here</b>, by reason:</p><ul>{"".join(items)}</ul></div>'
-                if items else "")
+    def _reasons_html(self, found: list[Reason]) -> str:
+        items = "".join(f'<li id="{r.anchor}"><b>{_e(r.head)}</b>'
+                        f'{r.line(_e, lambda c: claim_link(c, self.ledger), _command)}</li>'
+                        for r in found)
+        return f'<div class="sv-reasons"><p><b>{_title(found)}</b>, by reason:</p><ul>{items}</ul></div>' if found \
+            else ""
 
     def _repr_html_(self) -> str:
-        groups = self.undecided()
-        anchors = {g.reason: g.anchor for g in groups}
+        found = self.reasons()
+        anchors = {r.text: r.anchor for r in found}
         heads = ["claim", "evidence", "verdict", "numbers"] + (["control"] if self.has_control else [])
         parts = [f'<div class="sv-verdicts">{STYLE}<table class="sv-table"><thead><tr>'
                  + "".join(f'<th scope="col">{h}</th>' for h in heads) + "</tr></thead>"]
@@ -260,26 +288,23 @@ class VerdictTable:
                      f'<span class="sv-head">headline {self._chip(head)}</span></th>')
             rows = [f"<tr>{claim if i == 0 else ''}{self._row(v, anchors)}</tr>" for i, v in enumerate(mine)]
             parts.append(f'<tbody class="sv-claim">{"".join(rows)}</tbody>')
-        parts.append("</table>" + self._undecided_html(groups) + "</div>")
+        parts.append("</table>" + self._reasons_html(found) + "</div>")
         return "".join(parts)
 
     def _repr_markdown_(self) -> str:
         cols = "| claim | evidence | verdict | numbers |" + (" control |" if self.has_control else "")
         lines = [cols, "|---" * cols.count(" |") + "|"]
         for v in self.verdicts:
+            why = f" ({v.qualification().partition(': ')[0]}, below)" if v.qualification() else ""
             cells = [f"{v.claim} (headline: {self.headlines.get(v.claim, claims.NOT_CHECKED)})", SHORT[v.evidence],
-                     f"**{v.label()}**", _md(v.number_pairs())]
+                     f"**{v.level}**{why}", _md(v.number_pairs())]
             if self.has_control:
                 cells.append(f"{v.control_level}: {_md(v.number_pairs(control=True))}" if v.control_level else "none")
             lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
-        groups = self.undecided()
-        if groups:
-            lines += ["", "**Undecided here**, by reason:", ""]
-            for g in groups:
-                covers = "; ".join(f"{', '.join(ids)} on {kind}" for kind, ids in g.covers())
-                decide = g.decide_text(str, lambda c: f"`{c}`")
-                lines.append(f"- **{g.reason}** (for {covers}). What would decide "
-                             f"{'it' if len(g.verdicts) == 1 else 'them'}: {decide}.")
+        found = self.reasons()
+        if found:
+            lines += ["", f"**{_title(found)}**, by reason:", ""]
+            lines += [f"- **{r.head}**{r.line(str, str, lambda c: f'`{c}`')}" for r in found]
         return "\n".join(lines) + "\n"
 
     def _repr_pretty_(self, p, cycle: bool) -> None:

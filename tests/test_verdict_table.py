@@ -13,7 +13,7 @@ from verdict_fixtures import Cfg, Err
 from scansnap import book, claims, verdict_table
 from scansnap._ledger_assets import LEVEL_COLOURS
 from scansnap._ledger_assets import STYLE as LEDGER_STYLE
-from scansnap.verdict_table import STYLE, VerdictTable, undecided
+from scansnap.verdict_table import STYLE, VerdictTable, reasons
 from scansnap.verdicts import INCONCLUSIVE, LEVELS, Rule, Verdict, at_most
 
 
@@ -135,41 +135,54 @@ def test_two_claims_with_one_reason_give_one_line_naming_both() -> None:
     made = [_judge("C38", "training-sampled", 0.0, control=0.0), _judge("C39", "training-sampled", 0.0, control=0.0),
             _judge("C42", "training-sampled", 1.0, control=1.0, config=Short(),
                    link="book/chapters/07-syn-medium.html#fig-paper-12")]
-    groups = undecided(made)
-    assert [g.head for g in groups] == ["the control passes too", "reduced protocol"]
-    assert [[v.claim for v in g.verdicts] for g in groups] == [["C38", "C39"], ["C42"]]
-    page = _Tags(VerdictTable.of(made, {})._repr_html_())
-    items = page.find("li", id="")
-    lines = [a for a in (page.find("li")) if a.get("id", "").startswith("sv-undecided-")]
-    assert len(lines) == 2 and not items
+    found = reasons(made)
+    assert [r.head for r in found] == ["the control passes too", "reduced protocol"]
+    assert [[v.claim for v in r.undecided] for r in found] == [["C38", "C39"], ["C42"]]
     out = VerdictTable.of(made, {})._repr_html_()
-    line = re.search(rf'<li id="{groups[0].anchor}">(.*?)</li>', out).group(1)
-    assert "#C38" in line and "#C39" in line and "on training (sampled)" in line
+    page = _Tags(out)
+    assert [a["id"] for a in page.find("li") if "id" in a] == [r.anchor for r in found]
+    line = re.search(rf'<li id="{found[0].anchor}">(.*?)</li>', out).group(1)
+    assert "#C38" in line and "#C39" in line and "on training (sampled)" in line and "what would decide them" in line
     assert out.count("the control passes too") == 1 + 2  # the line, and each row's link to it
-    rows = [a for a in page.find("a", **{"class": "sv-why"})]
-    assert [a["href"] for a in rows] == [f"#{groups[0].anchor}"] * 2 + [f"#{groups[1].anchor}"]
-    assert "What would decide them" in line and "What would decide it" in out
+    assert out.count("steps 1 (paper profile: 100)") == 1  # the line only: C42's row links to it
+    assert [a["href"] for a in page.find("a", **{"class": "sv-why"})] == [f"#{found[0].anchor}"] * 2 + [
+        f"#{found[1].anchor}"]
+    assert "<b>Undecided here</b>, by reason" in out
+
+
+def test_a_reduced_protocol_is_said_once_for_the_verdicts_it_leaves_undecided_and_those_it_does_not() -> None:
+    cut = dict(config=Short(), link="book/chapters/07-syn-medium.html#fig-paper-6")
+    made = [_judge("C38", "training-sampled", 1.0, control=1.0, **cut), _judge("C39", "training-sampled", 0.0,
+                                                                              control=1.0, **cut)]
+    assert [v.level for v in made] == [INCONCLUSIVE, "verified"]
+    (reason,) = reasons(made)
+    assert [v.claim for v in reason.undecided] == ["C38"] and [v.claim for v in reason.decided] == ["C39"]
+    out = VerdictTable.of(made, {})._repr_html_()
+    assert out.count("steps 1 (paper profile: 100)") == 1 and out.count(f'href="#{reason.anchor}"') == 2
+    assert "Undecided or under a reduced protocol here" in out and "Decided all the same" in out
+    only = VerdictTable.of(made[1:], {})._repr_html_()
+    assert "Under a reduced protocol here" in only and "Undecided:" not in only and "would decide" not in only
+    assert reasons([_judge("C38", "training-sampled", 0.0, control=1.0)]) == []
 
 
 def test_what_would_decide_names_the_cuts_once_and_the_command_for_its_figure() -> None:
-    """The reduced protocol names its cuts once and the command for its own figure; a control that passes is named
-    with its level; a verdict that is decided is in no line; an effect too small says what the run must show."""
+    """The reduced protocol names its cuts once and the command for each figure once; a control that passes is
+    named with its level; an effect too small says what the run must show."""
     short = [_judge(c, "training-sampled", 1.0, control=1.0, config=Short(),
                     link=f"book/chapters/07-syn-medium.html#{fig}") for c, fig in (("C38", "fig-paper-6"),
                                                                                ("C39", "fig-paper-6"),
                                                                                ("X4", "fig-heads"))]
-    (group,) = undecided(short)
+    (reason,) = reasons(short)
     text = VerdictTable.of(short, {})._repr_markdown_()
-    assert text.count("steps 1 (paper profile: 100)") == 1 + 3  # the line, and the markdown table's three rows
+    assert text.count("steps 1 (paper profile: 100)") == 1
     assert text.count("`python -m scansnap reproduce fig-paper-6 --profile paper --store`") == 1
     assert "`python -m scansnap reproduce fig-heads --profile paper --store`" in text
     assert "the paper's protocol" in text and "the book's full protocol" in text
-    assert [len(cmds) for _, cmds in group.decide] == [1, 1]
+    assert [len(cmds) for _, cmds in reason.decide] == [1, 1]
     both = _judge("C38", "training-sampled", 0.0, control=0.0)
     assert "(verified on the same rule)" in VerdictTable.of([both], {})._repr_html_()
-    assert undecided([_judge("C38", "training-sampled", 0.0, control=1.0)]) == []
     tiny = VerdictTable.of([_judge("C38", "training-sampled", 0.0, control=1.0, too_small="ln chi 0.02")], {})
-    assert "effect too small to judge</b> for " in tiny._repr_html_() and ": ln chi 0.02." in tiny._repr_html_()
+    assert "<b>effect too small to judge</b>: ln chi 0.02. Undecided: " in tiny._repr_html_()
     assert "happens at a visible size" in tiny._repr_markdown_()
 
 
@@ -178,7 +191,8 @@ def test_markdown_and_plain_fallbacks_carry_the_same_rows() -> None:
     md = table._repr_markdown_()
     rows = [line for line in md.splitlines() if line.startswith("|")]
     assert len(rows) == 2 + 4 and rows[0].count("|") == 6
-    assert "**inconclusive (the control passes too)**" in md and "**Undecided here**" in md
+    assert "**inconclusive** (the control passes too, below)" in md and "**Undecided here**, by reason:" in md
+    assert md.count("the control passes too") == 2
 
     class Printer:
         def __init__(self) -> None:
