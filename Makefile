@@ -54,11 +54,28 @@ help:
 
 venv: $(STAMP)
 
+# uv (https://docs.astral.sh/uv/), when on PATH or named by UV=..., installs the same pinned requirements (and the
+# same versions of everything they pull in) several times faster than pip: 25 s against 146 s on the CI machine.
+# Without it, pip. A folder of local wheels in PIP_FIND_LINKS (e.g. a CPU build of torch) is passed on to uv.
+UV ?= $(shell command -v uv 2>/dev/null)
+
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 10) else "scansnap needs python3 >= 3.10 (found " + sys.version.split()[0] + ")")'
-	@test -x $(BIN)/python || { echo "creating $(VENV)"; $(PYTHON) -m venv $(VENV); }
-	$(BIN)/python -m pip install -r requirements.txt 2>&1 | $(PIP_FILTER)
+	@if [ -n "$(UV)" ]; then \
+	  test -x $(BIN)/python || { echo "creating $(VENV) with $(UV)"; $(UV) venv -q --seed -p $(PYTHON) $(VENV); }; \
+	  echo "$(UV) pip install -r requirements.txt"; \
+	  VIRTUAL_ENV=$(abspath $(VENV)) $(UV) pip install -q $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS)) \
+	    -r requirements.txt; \
+	else \
+	  test -x $(BIN)/python || { echo "creating $(VENV)"; $(PYTHON) -m venv $(VENV); }; \
+	  echo "$(BIN)/python -m pip install -r requirements.txt"; \
+	  $(BIN)/python -m pip install -r requirements.txt 2>&1 | $(PIP_FILTER); \
+	fi
 	@touch $@
+
+# The chapters execute BOOK_JOBS at a time into the execution cache first (.ci/execute_pages.py; one intra-op
+# thread each when more than one runs); jupyter-book then renders them from the cache.
+BOOK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 # MPLBACKEND is unset for the build: with a non-inline backend (e.g. Agg) a glued figure silently
 # becomes the text "<Figure size ...>" and -W does not notice (.ci/check_build.py does).
@@ -70,6 +87,7 @@ book: venv
 	  rm -rf $(BUILD)/.jupyter_cache; fi
 	@mkdir -p $(FIGURES)
 	@echo "building the book with SCANSNAP_PROFILE=$(SCANSNAP_PROFILE)"
+	env -u MPLBACKEND $(BIN)/python .ci/execute_pages.py --cache $(BUILD)/.jupyter_cache --jobs $(BOOK_JOBS)
 	env -u MPLBACKEND $(BIN)/jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
 	$(BIN)/python .ci/check_build.py --html $(HTML)
 	@echo "open: file://$(abspath $(HTML)/index.html)"
@@ -80,8 +98,10 @@ smoke:
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist; every test is seeded and single-threaded).
 TEST_WORKERS ?= 2
+# PYTEST_ARGS: more pytest arguments (CI: -m "not site and not book_stage", .ci/run).
+PYTEST_ARGS ?=
 test: venv
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The real-browser tests (tests/test_site.py, tests/test_site_explore.py: the explorable figures; marker `site`) of
 # an already built site: they need

@@ -82,15 +82,23 @@ def _page_hash(app: Sphinx, docname: str) -> str:
     path = Path(app.env.doc2path(docname))
     if path.suffix != ".md" or not path.is_file():
         return ""
-    text = path.read_text()
-    return library_hash(Path(app.srcdir), text) if re.search(r"^kernelspec:", text, re.M) else ""
+    return page_hash(Path(app.srcdir), path.read_text())
+
+
+def stamped(text: str, digest: str) -> str:
+    """A page's source with ``digest`` (its library hash) written into its kernelspec: part of the cache key."""
+    return re.sub(r"^kernelspec:\n", f"kernelspec:\n  scansnap_sources: {digest}\n", text, count=1, flags=re.M)
+
+
+def page_hash(root: Path, text: str) -> str:
+    """The library hash of a notebook page with source ``text`` (``""`` for a page that is not a notebook)."""
+    return library_hash(root, text) if re.search(r"^kernelspec:", text, re.M) else ""
 
 
 def _stamp_kernelspec(app: Sphinx, docname: str, source: list[str]) -> None:
     digest = _page_hash(app, docname)
     if digest:
-        source[0] = re.sub(r"^kernelspec:\n", f"kernelspec:\n  scansnap_sources: {digest}\n", source[0], count=1,
-                           flags=re.M)
+        source[0] = stamped(source[0], digest)
         app.env.scansnap_hashes = {**getattr(app.env, "scansnap_hashes", {}), docname: digest}
 
 

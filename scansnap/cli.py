@@ -21,6 +21,7 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -236,6 +237,7 @@ def _evidence(args: argparse.Namespace) -> int:
         return 0
     failed = 0
     for exp_id, profile in items:
+        start = time.perf_counter()
         try:
             exp = experiments.resolve(exp_id)
             problems = evidence.check(exp, profile, args.root)
@@ -244,7 +246,8 @@ def _evidence(args: argparse.Namespace) -> int:
         except (ValueError, FileNotFoundError) as err:
             problems = [str(err)]
         failed += bool(problems)
-        print(f"{'MISMATCH' if problems else 'OK'}: {exp_id}/{profile}" + "".join(f"\n  {p}" for p in problems))
+        took = f" ({time.perf_counter() - start:.1f} s)" if args.action == "verify" else ""
+        print(f"{'MISMATCH' if problems else 'OK'}: {exp_id}/{profile}{took}" + "".join(f"\n  {p}" for p in problems))
     return 1 if failed else 0
 
 

@@ -1,8 +1,8 @@
-"""Which library sources a piece of code can run: the ``scansnap`` modules it imports, theirs, transitively.
+"""Which library sources a page can run: the ``scansnap`` modules it imports, theirs, transitively.
 
-Two users: the book's page cache (``_ext/scansnap_book.py``: a page is re-executed when a source it can run
-changes) and stored evidence (:mod:`scansnap.evidence`: a stored run is stale when a source its experiment
-runs changes). Import statements are read with ``ast`` (modules) and a regular expression (a page's code
+Its user is the book's page cache (``_ext/scansnap_book.py``: a page is re-executed when a source it can run
+changes). Stored evidence does not use it: a stored run is stale only when a function it executes changes
+(:mod:`scansnap.codehash`). Import statements are read with ``ast`` (modules) and a regular expression (a page's code
 cells), never executed. A package whose ``__init__`` loads its submodules by name (``importlib.import_module``,
 as ``scansnap.theory`` and ``scansnap.experiments`` do) is taken to run all of them.
 """
@@ -18,7 +18,6 @@ from pathlib import Path
 __all__ = ["library_closure", "library_hash"]
 
 LIBRARY = "scansnap"
-REGISTRY = "scansnap.experiments"
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(scansnap[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[\w \t,]+)"
                      r"|import[ \t]+(scansnap[\w.]*))", re.M)
 
@@ -75,13 +74,9 @@ def _submodules(root: Path, package: str) -> list[str]:
     return sorted(found)
 
 
-def library_closure(root: Path, source: str, registries: bool = True) -> list[str]:
+def library_closure(root: Path, source: str) -> list[str]:
     """Every ``scansnap`` module a page with code ``source`` can run: its imports, theirs, transitively, and
-    the packages (``__init__``) above each. ``root``: the folder holding ``scansnap/``.
-
-    ``registries=False`` leaves out the modules that ``scansnap.experiments`` loads by name only to list them
-    (its registry of every chapter's experiments and rules): one experiment does not run the others, so its
-    stored evidence does not go stale when another chapter's module changes."""
+    the packages (``__init__``) above each. ``root``: the folder holding ``scansnap/``."""
     todo, seen = list(_imports_of_source(root, source)), set()
     while todo:
         name = todo.pop()
@@ -90,16 +85,15 @@ def library_closure(root: Path, source: str, registries: bool = True) -> list[st
         seen.add(name)
         parts = name.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-        todo += sorted(m for m in _imports_of_module(root, name)
-                       if registries or not (name == REGISTRY and m.rpartition(".")[0] == REGISTRY))
+        todo += sorted(_imports_of_module(root, name))
     return sorted(seen)
 
 
-def library_hash(root: Path, source: str, registries: bool = True) -> str:
+def library_hash(root: Path, source: str) -> str:
     """sha256 over the files of :func:`library_closure` (their paths and bytes); ``""`` for a page
     that imports nothing from the library."""
     h = hashlib.sha256()
-    modules = library_closure(root, source, registries)
+    modules = library_closure(root, source)
     for name in modules:
         path = module_file(root, name)
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")

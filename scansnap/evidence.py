@@ -6,18 +6,22 @@ is made once (``python -m scansnap reproduce <figure-id> --profile paper --store
 
 * ``result.npz``: the typed result (:func:`scansnap.results.save`): the curves and checkpointed maps the
   figures, tables and verdicts read, never model weights;
-* ``provenance.json`` (:class:`Provenance`): the configuration and its hash, a hash of the library sources the
-  experiment runs (:func:`scansnap.closure.library_hash`, the closure the page cache uses, without the
-  registry of other chapters' experiments), the commit, scansnap and torch versions, device, CPU model,
-  threads, wall time, date, the command that re-makes it, and a SHA-256 digest of every stored array.
+* ``provenance.json`` (:class:`Provenance`): the configuration and its hash, the library functions the run
+  executes and a hash of their syntax without docstrings (:func:`code`, :mod:`scansnap.codehash`), the commit,
+  scansnap and torch versions, device, CPU model, threads, wall time, date, the command that re-makes it, and a
+  SHA-256 digest of every stored array.
+
+A store holds what the run computes; measures, rules, figures and prose are computed from it at build time. So its
+code hash covers only what the run executes, at the grain of functions: a docstring, a comment, a rule, a figure or
+a page edit leaves hours of stored runs current, and a one-token change of the run's arithmetic makes them stale.
 
 A page shows it with :func:`scansnap.book.evidence`, which calls :func:`load`: a store whose configuration or
 library hash differs from the current code raises :class:`StaleEvidenceError` (naming the store and the command that
 refreshes it), so the strict build fails rather than show stale evidence; an array whose digest differs raises
 :class:`TamperedEvidenceError`. :func:`verify` re-runs the first steps of a stored run from its recorded seeds
-(:attr:`scansnap.experiments.base.Experiment.prefix`) and compares them with the stored checkpoints up to
-:data:`HORIZON` (past it, another machine's float sums have made SGD diverge: the later checkpoints are held by
-their digests, and re-made, not re-compared).
+(:attr:`scansnap.experiments.base.Experiment.prefix`: exactly the compared steps) and compares them with the stored
+checkpoints up to :data:`HORIZON` (past it, another machine's float sums have made SGD diverge: the later
+checkpoints are held by their digests, and re-made, not re-compared).
 """
 
 from __future__ import annotations
@@ -27,25 +31,24 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import torch
 
 import scansnap
-from scansnap import provenance, results
+from scansnap import codehash, provenance, results
 from scansnap._checks import check_choice, check_int
 from scansnap._io import atomic_write, dump_json, source_checkout
-from scansnap.closure import library_closure, library_hash
 from scansnap.experiments.base import Experiment
 
 __all__ = ["MAX_BYTES", "Provenance", "StaleEvidenceError", "Stored", "TamperedEvidenceError", "check",
-           "HORIZON", "config_of", "evidence_dir", "load", "read", "size", "sources", "store",
+           "HORIZON", "code", "config_of", "evidence_dir", "load", "read", "size", "store",
            "stored_ids", "verify"]
 
 MAX_BYTES = 20 * 2**20
@@ -75,14 +78,16 @@ class TamperedEvidenceError(ValueError):
 @dataclass(frozen=True)
 class Provenance:
     """How a stored result was made (``provenance.json``). ``digests``: array name -> SHA-256 of its dtype,
-    shape and bytes; ``modules``: the library modules whose sources ``library_hash`` covers."""
+    shape and bytes; ``functions``: the library functions the run executes (``"module:qualname"``) and the
+    hash of the docstring-free syntax of each (:func:`scansnap.codehash.function_hash`), which ``code_hash``
+    combines; ``record``: dated notes on the store made after it (e.g. a change of the hash scheme), oldest first."""
 
     experiment: str
     profile: str
     config: dict[str, Any]
     config_hash: str
-    library_hash: str
-    modules: list[str]
+    code_hash: str
+    functions: dict[str, str]
     commit: str
     version: str
     torch: str
@@ -93,6 +98,7 @@ class Provenance:
     date: str
     command: str
     digests: dict[str, str]
+    record: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         """One paragraph for the page: when, where and in how long, and the command that re-makes it."""
@@ -124,15 +130,21 @@ def _hash(obj: object) -> str:
     return hashlib.sha256(dump_json(obj)).hexdigest()[:16]
 
 
-def sources(exp: Experiment) -> tuple[str, list[str]]:
-    """``(hash, modules)`` of the library sources ``exp`` runs: the closure of the module defining its ``run``
-    (and that module's own file when it lies outside the library, e.g. a test's)."""
-    module = sys.modules[exp.run.__module__]
-    text = Path(module.__file__).read_text()
-    own = "" if module.__name__.startswith("scansnap.") else hashlib.sha256(text.encode()).hexdigest()[:16]
-    names = library_closure(_PACKAGE_ROOT, f"import {module.__name__}\n{text}", registries=False)
-    digest = library_hash(_PACKAGE_ROOT, f"import {module.__name__}\n{text}", registries=False)
-    return (digest + own if own else digest), names
+def code(exp: Experiment, config: Any) -> tuple[str, dict[str, str]]:
+    """``(hash, {function: its hash})`` of the code ``exp``'s run executes (:func:`scansnap.codehash.trace`), found
+    by running the prefix :func:`verify` re-runs (:attr:`~scansnap.experiments.base.Experiment.prefix` at
+    :data:`HORIZON` steps; the whole run of ``config`` when it has none) in this process on one thread. A prefix
+    executes the same functions as the whole run (``tests/test_evidence.py`` checks it for every stored
+    experiment)."""
+    run_config = exp.prefix(config, HORIZON) if exp.prefix is not None else config
+    with mock.patch.dict(os.environ, {PROCESSES: "1"}), torch.random.fork_rng():  # a pool's runs: not traced
+        _, functions = codehash.trace(exp.run, run_config, None, modules=[exp.run.__module__])
+    table = codehash.hashes(functions)
+    return codehash.code_hash(table), table
+
+
+PROCESSES = "SCANSNAP_SEED_PROCESSES"
+"""The environment variable by which Chapter 8's runs train their seeds in several processes."""
 
 
 def _digests(path: Path) -> dict[str, str]:
@@ -161,9 +173,9 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{profile}-"))
     try:
         results.save(result, tmp / "result.npz")
-        lib, modules = sources(exp)
+        lib, functions = code(exp, config)
         target = figure or (exp.figures[0].id if exp.figures else exp.id)
-        prov = Provenance(exp.id, profile, config.to_dict(), _hash(config.to_dict()), lib, modules,
+        prov = Provenance(exp.id, profile, config.to_dict(), _hash(config.to_dict()), lib, functions,
                           provenance.git_commit(), provenance.version(), torch.__version__,
                           "cpu" if not torch.cuda.is_available() else torch.cuda.get_device_name(0), _cpu(),
                           torch.get_num_threads(), float(wall_s), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -209,10 +221,11 @@ def check(exp: Experiment, profile: str = "paper", root: Path | None = None) -> 
         changed = sorted(k for k in now if now[k] != prov.config.get(k))
         problems.append(f"{exp.id}/{profile}: stale: the {profile} configuration changed ({', '.join(changed)}) since "
                         f"the evidence was stored; {refresh}")
-    lib, _ = sources(exp)
-    if lib != prov.library_hash:
-        problems.append(f"{exp.id}/{profile}: stale: the library code it runs changed since it was stored (modules: "
-                        f"{', '.join(prov.modules)}); {refresh}")
+    now_code = codehash.hashes(prov.functions)
+    if codehash.code_hash(now_code) != prov.code_hash:
+        changed = [f for f in now_code if now_code[f] != prov.functions[f]]
+        problems.append(f"{exp.id}/{profile}: stale: the library code it runs changed since it was stored "
+                        f"({', '.join(changed) or 'the functions it executes'}); {refresh}")
     digests = _digests(folder / "result.npz")
     bad = sorted(k for k in {*digests, *prov.digests} if prov.digests.get(k) != digests.get(k))
     if bad:
@@ -239,11 +252,11 @@ def stored_ids(root: Path | None = None) -> list[tuple[str, str]]:
 
 def verify(exp: Experiment, profile: str = "paper", steps: int | None = None, root: Path | None = None,
            rtol: float = RTOL, atol: float = ATOL, horizon: int = HORIZON) -> list[str]:
-    """Re-run the first ``steps`` steps of the stored run (default ``horizon``, which the experiment's
-    :attr:`~scansnap.experiments.base.Experiment.prefix` rounds up to its first checkpoint; the whole run when it
-    has no prefix) from its recorded configuration and compare every checkpointed curve at the steps both runs
-    have, up to step ``horizon``, within ``rtol``/``atol`` (a curve with no step up to ``horizon`` is left out;
-    none at all is a mismatch). Returns the mismatches (empty: equal)."""
+    """Re-run the first ``steps`` steps of the stored run (default ``horizon``: exactly the compared steps, through
+    the experiment's :attr:`~scansnap.experiments.base.Experiment.prefix`; the whole run when it has none) from its
+    recorded configuration and compare every checkpointed curve at the steps both runs have, up to step
+    ``horizon``, within ``rtol``/``atol`` (a curve the store holds only past ``horizon`` is left out; none compared
+    at all is a mismatch). Returns the mismatches (empty: equal)."""
     horizon = check_int("horizon", horizon, low=0)
     stored = load(exp, profile, root)
     config = config_of(exp, stored)
@@ -256,10 +269,10 @@ def verify(exp: Experiment, profile: str = "paper", steps: int | None = None, ro
     problems, compared = [], 0
     for name, (s_new, v_new) in new.items():
         s_old, v_old = old[name]
-        s_new = np.asarray(s_new)
-        if not (s_new <= horizon).any():
-            continue  # a curve that starts later (a rate between checkpoints): nothing of it within the horizon
-        common, i_old, i_new = np.intersect1d(np.asarray(s_old), s_new[s_new <= horizon], return_indices=True)
+        s_new, s_old = np.asarray(s_new), np.asarray(s_old)
+        if not (s_old <= horizon).any():
+            continue  # a curve the store has later only (a rate between checkpoints): nothing to compare
+        common, i_old, i_new = np.intersect1d(s_old, s_new[s_new <= horizon], return_indices=True)
         a, b = np.asarray(v_old)[i_old], np.asarray(v_new)[i_new]
         if not common.size:
             problems.append(f"{name}: no common checkpoint up to step {horizon}")

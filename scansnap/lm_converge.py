@@ -77,7 +77,8 @@ def authors_entropy(maps: torch.Tensor) -> float:
 
 def causal_entropy(maps: torch.Tensor) -> float:
     """Mean over windows and rows ``i >= 1`` of causal attention rows ``(S, T, T)`` of the row entropy over keys
-    ``0..i`` divided by ``ln(i + 1)`` (the uniform row's): 0 when each query attends to one key, 1 when uniform."""
+    ``0..i`` divided by ``ln(i + 1)`` (the uniform row's): 0 when each query attends to one key, 1 when uniform
+    (Figure 10's normalized entropy)."""
     t = maps.shape[-1]
     rows = -torch.xlogy(maps, maps).sum(-1)[:, 1:]
     return (rows / torch.log(torch.arange(2, t + 1, dtype=maps.dtype))).mean().item()

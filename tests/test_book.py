@@ -1,5 +1,6 @@
 """The book: every chapter is in the table of contents, follows the chapter template, and executes
-top to bottom in the ``smoke`` profile (the strict ``book``-profile build runs in CI)."""
+top to bottom in the ``smoke`` profile (the strict ``book``-profile build runs in CI, and CI checks each chapter as
+that build executed it: ``test_built_chapter``)."""
 
 from __future__ import annotations
 
@@ -50,45 +51,88 @@ def test_chapter_template(chapter: Path) -> None:
     assert any(re.search(r"^assert ", c.source, re.M) for c in code), "no assert"
 
 
+@pytest.mark.book_stage
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkeypatch) -> None:
     """The chapter runs top to bottom; its figures are re-made bit for bit by the command line
-    (same seed, same numbers); the verdicts it records are about claims assigned to it."""
+    (same seed, same numbers); the verdicts it records are about claims assigned to it. (CI's test stage leaves
+    this out: its book stage executes every chapter once, and :func:`test_built_chapter` checks the same.)"""
     build = tmp_path / "build"
     monkeypatch.setenv("SCANSNAP_PROFILE", "smoke")
     monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(build))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = jupytext.read(chapter)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    _check_executed(chapter, nb, build, "smoke", recheck=tmp_path / "cli")
+
+
+BUILT = "SCANSNAP_BUILT"
+"""Environment variable: the build folder of a book just built in this checkout (``_build`` after ``make book``;
+``_build/smoke/_build`` after ``make smoke``, with ``SCANSNAP_PROFILE=smoke``): CI sets it after its book stage, and
+:func:`test_built_chapter` checks each chapter as executed there instead of executing it again."""
+
+
+@pytest.mark.built
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_built_chapter(chapter: Path, monkeypatch) -> None:
+    """The checks of :func:`test_chapter_executes_in_smoke_profile` on the chapter as the book build executed it
+    (its execution cache, ``<build>/.jupyter_cache``, and the figures and verdicts it wrote to ``_extra``), at its
+    profile; the figures' bit-for-bit re-make is the smoke test's (at the book profile it would execute the
+    chapter's runs again)."""
+    import importlib.util
+    import os
+
+    from jupyter_cache import get_cache
+
+    build = os.environ.get(BUILT)
+    if not build:
+        pytest.skip(f"no built book: set {BUILT} to the build folder after `make book`")
+    monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(ROOT / "_extra"))
+    spec = importlib.util.spec_from_file_location("execute_pages", ROOT / ".ci" / "execute_pages.py")
+    pages = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pages)
+    cache = get_cache(str(Path(build) / ".jupyter_cache"))
+    nb = cache.get_cache_bundle(cache.match_cache_notebook(pages.notebook(chapter)).pk).nb  # KeyError: not built
+    _check_executed(chapter, nb, ROOT / "_extra", os.environ.get("SCANSNAP_PROFILE", "book"), recheck=None)
+
+
+def _check_executed(chapter: Path, nb, build: Path, profile: str, recheck: Path | None) -> None:
+    """An executed chapter ``nb`` whose figures and verdicts were written to ``build`` under ``profile``: no error,
+    provenance first, every figure shown saved with its data (and, given ``recheck``, re-made bit for bit by the
+    command line into that folder), every rule of its experiments judged, each verdict about a claim of the chapter,
+    linking to an anchor of it, with its control's numbers where it rests on training (verdicts are read from
+    ``$SCANSNAP_ARTIFACTS``, which the caller points at ``build``)."""
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     first = "".join(o.get("text", "") for o in next(c for c in nb.cells if c.cell_type == "code").outputs)
     assert re.match(r"scansnap \S+, commit \S+", first), first
-    assert "profile smoke" in "".join(o.get("text", "") for o in outputs)
+    assert f"profile {profile}" in "".join(o.get("text", "") for o in outputs)
 
     docname = str(chapter.relative_to(ROOT).with_suffix(""))
+    records = [r for r in figures.records(build) if r.chapter == docname]
     glued = set(re.findall(r"```\{glue:figure\} (\S+)", chapter.read_text()))
-    assert glued <= {r.id for r in figures.records(build)}, "every figure shown must be saved with its data"
-    for record in figures.records(build):
-        assert record.chapter == docname
-        if record.profile != "smoke":  # shown from a store (book.evidence): `evidence verify` re-runs it, not this
+    assert glued <= {r.id for r in records}, "every figure shown must be saved with its data"
+    for record in records:
+        if record.profile != profile:  # shown from a store (book.evidence): `evidence verify` re-runs it, not this
             assert "stored evidence made" in record.protocol and record.profile == "paper", record.id
             continue
-        out = tmp_path / "cli"
-        # `reproduce --check` against what the chapter published (tests/test_cli.py: it fails on tampered data)
-        assert cli.main(["reproduce", record.id, "--check", "--against", str(build), "--out", str(out), "--quiet"]) == 0
-        made = (out / "figures" / record.files["data"]).read_bytes()
-        assert made == (build / "figures" / record.files["data"]).read_bytes(), f"{record.id}: data differ"
-    judged = {f"{v.claim}/{v.evidence}" for path in (build / "verdicts").glob("*.json")
-              for v in claims.verdicts(path.stem)}
+        if recheck is not None:
+            # `reproduce --check` against what the chapter published (tests/test_cli.py: it fails on tampered data)
+            assert cli.main(["reproduce", record.id, "--check", "--against", str(build), "--out", str(recheck),
+                             "--quiet"]) == 0
+            made = (recheck / "figures" / record.files["data"]).read_bytes()
+            assert made == (build / "figures" / record.files["data"]).read_bytes(), f"{record.id}: data differ"
+    mine = [p for p in (build / "verdicts").glob("*.json") if recheck is not None or claims.get(p.stem).chapter
+            == docname]
+    judged = {f"{v.claim}/{v.evidence}" for path in mine for v in claims.verdicts(path.stem)}
     owned = {r.key for m in experiments.modules() for r in m.RULES
              if any(e.chapter == docname for e in m.EXPERIMENTS)}
-    assert owned <= judged, f"rules of {docname}'s experiments that its smoke run never judged: {owned - judged}"
+    assert owned <= judged, f"rules of {docname}'s experiments that its run never judged: {owned - judged}"
     anchors = page_anchors(chapter.read_text())
-    for path in (build / "verdicts").glob("*.json"):
+    for path in mine:
         assert claims.get(path.stem).chapter == docname, f"{path.stem} is not a claim of {docname}"
         for v in claims.verdicts(path.stem):
-            assert v.profile == "smoke"
+            assert v.profile == profile
             if v.evidence in TRAINING_KINDS:  # every training verdict carries its control's numbers and level
                 assert v.control_level and set(v.control) == set(v.numbers), (v.claim, v.evidence)
             else:

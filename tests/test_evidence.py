@@ -153,8 +153,23 @@ def test_an_edit_of_the_code_it_runs_makes_the_store_stale(walk, tmp_path: Path)
     exp, path = walk
     _store(exp, tmp_path)
     path.write_text(path.read_text().replace("0.1 * torch.randn", "0.2 * torch.randn"))
-    with pytest.raises(evidence.StaleEvidenceError, match="library code it runs changed"):
+    with pytest.raises(evidence.StaleEvidenceError, match=r"code it runs changed since it was stored \(walk_\w+:run\); "
+                                                          r"refresh it: python -m scansnap reproduce fig-test-walk"):
         evidence.load(exp, root=tmp_path)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: s.replace("def run(c, progress=None):\n", 'def run(c, progress=None):\n    """Walks."""\n'),
+    lambda s: s + "\n# an edit\n",
+    lambda s: s.replace("ax.plot(r.steps, r.position)", "ax.plot(r.steps, r.position, lw=2)"),  # the figure
+    lambda s: s + "\nRULE_THRESHOLD = 0.3\n",  # a rule beside the run, read by no function the run executes
+    lambda s: s.replace('return f"a random walk of {self.steps} steps"', 'return f"a walk of {self.steps} steps"'),
+], ids=["docstring", "comment", "figure", "rule", "protocol-words"])
+def test_an_edit_of_what_the_run_does_not_execute_leaves_the_store_current(walk, tmp_path: Path, edit) -> None:
+    exp, path = walk
+    _store(exp, tmp_path)
+    path.write_text(edit(path.read_text()))
+    assert evidence.check(exp, root=tmp_path) == []
 
 
 def test_the_strict_build_cannot_show_stale_evidence(walk, tmp_path: Path, monkeypatch) -> None:
@@ -167,7 +182,9 @@ def test_the_strict_build_cannot_show_stale_evidence(walk, tmp_path: Path, monke
     assert made.records["fig-test-walk"].protocol.startswith("a random walk of 60 steps; stored evidence made")
     assert (tmp_path / "artifacts" / "figures" / "fig-test-walk.png").is_file()
     path.write_text(path.read_text() + "\n# an edit\n")
-    with pytest.raises(evidence.StaleEvidenceError):
+    book.evidence(exp)  # a comment is not code
+    path.write_text(path.read_text().replace("0.1 * torch.randn", "0.1 / torch.randn"))
+    with pytest.raises(evidence.StaleEvidenceError, match="python -m scansnap reproduce fig-test-walk"):
         book.evidence(exp)
 
 
@@ -244,3 +261,16 @@ def test_the_repository_evidence_fits_its_budget_and_is_current() -> None:
     assert evidence.size() <= evidence.MAX_BYTES
     for exp_id, profile in evidence.stored_ids():
         assert evidence.check(experiments.resolve(exp_id), profile) == []
+
+
+@pytest.mark.parametrize("exp_id", [e for e, _ in evidence.stored_ids()])
+def test_a_stored_experiments_prefix_executes_every_function_its_whole_run_does(exp_id: str) -> None:
+    """The code hash of a store covers the functions its verify prefix executes (evidence.code): at the smoke
+    preset, the whole run executes none that the prefix does not."""
+    from scansnap import codehash
+
+    exp = experiments.resolve(exp_id)
+    config = exp.config.preset("smoke")
+    whole = codehash.trace(exp.run, config, None)[1]
+    prefix = codehash.trace(exp.run, exp.prefix(config, evidence.HORIZON), None)[1]
+    assert set(whole) <= set(prefix), sorted(set(whole) - set(prefix))

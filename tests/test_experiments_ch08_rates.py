@@ -66,7 +66,7 @@ def test_a_stored_grid_verifies_by_its_prefix_and_a_tampered_one_fails(made, tmp
 
     evidence.store(ch8r.RATES, made.config, made.result, made.wall_time_s, profile="smoke", root=tmp_path)
     prefix = wr.rates_prefix(made.config, 3)
-    assert (prefix.steps, prefix.seeds, prefix.lrs) == (2, made.config.seeds[:1], made.config.lrs)
+    assert (prefix.steps, prefix.every, prefix.seeds, prefix.lrs) == (3, 3, made.config.seeds[:1], made.config.lrs)
     assert evidence.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path, rtol=0, atol=0) == []
     folder = tmp_path / "evidence" / "ch8-rates" / "smoke"
     with np.load(folder / "result.npz") as npz:

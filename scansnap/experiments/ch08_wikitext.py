@@ -103,7 +103,7 @@ class WikiConfig(Config):
         then trains on valid + test less the held-out articles, :data:`scansnap.lm_train.ARTICLES`)."""
         if self.train_split == "train" and not wikitext.has_split("train", self.data or None):
             return lm_train.ARTICLES, lm_train.HELDOUT, (
-                f"train.txt is not in {wikitext.data_dir(self.data or None)}: could NOT train on it as the paper "
+                "train.txt is not in the data folder: could NOT train on it as the paper "
                 f"did; trained on valid.txt + test.txt less every {self.heldout_every}th article and evaluated on "
                 "those held-out articles")
         return self.train_split, self.eval_split, ""
@@ -308,21 +308,22 @@ def freeze_work(c: FreezeConfig) -> int:
 
 
 def freeze_prefix(c: FreezeConfig, steps: int) -> FreezeConfig:
-    """The first ``steps`` steps of the same runs, every seed (rounded down to a checkpoint, at least the first
-    one; the drift window shortened to fit): what ``python -m scansnap evidence verify`` re-runs of a stored
-    Figure 7. Nothing in a run depends on its total length, so the prefix's checkpoints equal the stored ones."""
-    n = max(c.every, min(steps, c.steps) // c.every * c.every)
-    return replace(c, steps=n, shown=tuple(s for s in c.shown if s <= n), window=min(c.window, n))
+    """The first ``steps`` steps of the same runs, every seed, checkpointed at step 0 and at ``steps`` only (at
+    least 2 steps): what ``python -m scansnap evidence verify`` re-runs of a stored Figure 7. Nothing in a run
+    depends on its length or on where it is checkpointed (a checkpoint measures in eval mode and draws no random
+    number), so the prefix's step 0 and training losses equal the stored ones."""
+    n = max(2, min(steps, c.steps))
+    return replace(c, steps=n, every=n, window=n, shown=(0, n))
 
 
 CURVES = ("heldout_loss", "entropy", "probe_maps", "train_maps", "diagonal", "unk")
 
 
 def trajectory_checkpoints(key: object, tr: lm_train.Trajectory) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """One run's held-out curves and maps by checkpoint step, its jitter, freeze rate and training loss, named
-    ``"<key>.<curve>"`` (the drift is left out: a prefix with a shorter window measures another distance)."""
+    """One run's held-out curves and maps by checkpoint step, its jitter and training loss, named
+    ``"<key>.<curve>"`` (the drift and the freeze rate are left out: they measure the change since an earlier
+    checkpoint, which a prefix checkpointed elsewhere measures over another span)."""
     out = {f"{key}.{name}": (tr.steps, getattr(tr, name)) for name in CURVES}
-    out[f"{key}.freeze"] = (tr.steps[1:], tr.freeze)
     out[f"{key}.jitter"] = (tr.jitter_steps, tr.jitter)
     out[f"{key}.train_loss"] = (np.arange(1, len(tr.train_loss) + 1), tr.train_loss)
     return out

@@ -5,7 +5,7 @@ configure :func:`run_rates`, which trains every (learning rate, seed) run with
 :func:`scansnap.lm_converge.train_to_convergence` and gathers the runs in a :class:`RatesResult`. The experiments,
 figures and verdicts that read these results live in :mod:`scansnap.experiments.ch08_rates`; this module holds only
 what makes a run, so that a stored run (``evidence/ch8-rates/paper``) stays current while its figure or rule is
-edited (its library hash covers the code that made it, :func:`scansnap.evidence.sources`).
+edited (its code hash covers the functions the run executes, :func:`scansnap.evidence.code`).
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def _one_run(job: tuple[RatesConfig, float, int]) -> lm_converge.Run:
 
 
 def run_rates(config: RatesConfig, progress: Progress | None = None) -> RatesResult:
-    """Train every (learning rate, seed) run to convergence (one intra-op thread per process;
+    """Figure 10's grid: train every (learning rate, seed) run to convergence (one intra-op thread per process;
     ``$SCANSNAP_SEED_PROCESSES`` runs at once, slowest rates first)."""
     c = config
     jobs = [(c, lr, seed) for lr in c.lrs for seed in c.seeds]
@@ -157,19 +157,22 @@ def run_rates(config: RatesConfig, progress: Progress | None = None) -> RatesRes
 
 
 def rates_work(c: RatesConfig) -> int:
+    """Units of progress of Figure 10's grid: one per step of every run at its cap."""
     return len(c.lrs) * len(c.seeds) * c.steps
 
 
 def rates_prefix(c: RatesConfig, steps: int) -> RatesConfig:
-    """The first ``steps`` steps (rounded down to a measurement, at least the first) of the first seed's run at
-    every rate: what ``python -m scansnap evidence verify`` re-runs (a run's steps do not depend on its cap)."""
-    n = max(c.every, min(steps, c.steps) // c.every * c.every)
-    return replace(c, steps=n, seeds=c.seeds[:1], min_steps=min(c.min_steps, n))
+    """Figure 10's grid cut to the first ``steps`` steps of the first seed's run at every rate, measured at step 0 and
+    at ``steps`` only:
+    what ``python -m scansnap evidence verify`` re-runs (a run's steps do not depend on its cap or on where it is
+    measured)."""
+    n = max(1, min(steps, c.steps))
+    return replace(c, steps=n, every=n, seeds=c.seeds[:1], min_steps=n)
 
 
 def rates_checkpoints(r: RatesResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Every run's held-out curves at its measurements and its training loss at every step, named
-    ``"lr<rate>.seed<s>.<curve>"``: what ``evidence verify`` compares."""
+    """Figure 10's checkpoints: every run's held-out curves at its measurements and its training loss at every
+    step, named ``"lr<rate>.seed<s>.<curve>"``: what ``evidence verify`` compares."""
     c, out = r.config, {}
     for i, lr in enumerate(c.lrs):
         for j, seed in enumerate(c.seeds):
