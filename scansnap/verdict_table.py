@@ -132,7 +132,7 @@ class Reason:
     @property
     def head(self) -> str:
         """The reason up to its first colon (``"reduced protocol"``, ``"effect too small to judge"``)."""
-        return self.text.partition(": ")[0]
+        return _head(self.text)
 
     def line(self, text: Callable[[str], str], link: Callable[[str], str], code: Callable[[str], str]) -> str:
         """The reason's line after its head: its details, the claims it leaves undecided and what would decide them,
@@ -154,6 +154,10 @@ class Reason:
             out += (f" Decided all the same (a run below the protocol can confirm a claim, never refute it): "
                     f"{covers(self.decided)}.")
         return out
+
+
+def _head(qualification: str) -> str:
+    return qualification.partition(": ")[0]
 
 
 def _decision(v: Verdict) -> tuple[str, str]:
@@ -258,7 +262,7 @@ class VerdictTable:
         ev = (f'<span class="sv-kind" title="{_e(EVIDENCE[v.evidence])}">{_kind(v.evidence)}</span>'
               + ('<span class="sv-beside">beside the headline</span>' if beside else ""))
         q = v.qualification()
-        why = f'<a class="sv-why" href="#{anchors[q]}">{_e(q.partition(": ")[0])} (below)</a>' if q else ""
+        why = f'<a class="sv-why" href="#{anchors[q]}">{_e(_head(q))} (below)</a>' if q else ""
         cells = [("evidence", "sv-ev", ev),
                  ("verdict", "sv-level", self._chip(v.level, v.claim) + why),
                  ("numbers", "sv-nums", self._numbers(v.number_pairs()))]
@@ -295,7 +299,7 @@ class VerdictTable:
         cols = "| claim | evidence | verdict | numbers |" + (" control |" if self.has_control else "")
         lines = [cols, "|---" * cols.count(" |") + "|"]
         for v in self.verdicts:
-            why = f" ({v.qualification().partition(': ')[0]}, below)" if v.qualification() else ""
+            why = f" ({_head(v.qualification())}, below)" if v.qualification() else ""
             cells = [f"{v.claim} (headline: {self.headlines.get(v.claim, claims.NOT_CHECKED)})", SHORT[v.evidence],
                      f"**{v.level}**{why}", _md(v.number_pairs())]
             if self.has_control:

@@ -208,6 +208,12 @@ _VERDICT_FIT = """() => {
 }"""
 
 
+_SECTION_BOX = """() => {
+  const r = document.querySelector('section#verdicts').getBoundingClientRect();
+  return {x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height};
+}"""
+
+
 def _recorded_per_page(site: Path) -> dict[str, int]:
     """Chapter page -> how many verdicts its claims have in the site's ``verdicts/<claim>.json`` (one per claim and
     kind of evidence; a claim's verdicts are recorded by its chapter)."""
@@ -271,10 +277,12 @@ def test_chapter_verdicts_fit_the_column(browser, site_url: str, path: str, widt
     ``_build/screenshots/verdicts-<chapter>-<width>.png``."""
     stem = Path(path).stem
     with _chapter(browser, urljoin(site_url, path), width) as page:
-        section = page.locator("section#verdicts")
-        assert section.count() == 1, f"{path}: no section#verdicts"
+        assert page.locator("section#verdicts").count() == 1, f"{path}: no section#verdicts"
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        section.screenshot(path=str(SCREENSHOTS / f"verdicts-{stem}-{width}.png"))
+        # the whole page, clipped to the section: an element screenshot scrolls, and the theme's sticky header
+        # would then cover part of the section
+        box = page.evaluate(_SECTION_BOX)
+        page.screenshot(path=str(SCREENSHOTS / f"verdicts-{stem}-{width}.png"), full_page=True, clip=box)
         fit = page.evaluate(_VERDICT_FIT)
     problems = [f"wider than the section: {w}" for w in fit["wide"][:12]]
     (left, right), (a_left, a_right) = fit["section"], fit["article"]
