@@ -220,3 +220,14 @@ def test_record_glues_every_key_and_returns_the_table(monkeypatch) -> None:
 def test_claim_link() -> None:
     assert book.claim_link("C38") == '<a href="../claims.html#C38">C38</a>' == verdict_table.claim_link("C38")
     assert book.claim_link("C1", "claims.html", text="ok", cls="c") == '<a class="c" href="claims.html#C1">ok</a>'
+
+
+def test_a_notebook_gets_html_markdown_and_plain_text() -> None:
+    """What IPython sends to a front end: text/html (the site and JupyterLab), with text/markdown and text/plain
+    carrying the same table for a front end that renders no HTML."""
+    from IPython.core.formatters import DisplayFormatter
+
+    table = VerdictTable.of(claims.record(*_mixed()))
+    bundle, _ = DisplayFormatter().format(table)
+    assert {"text/html", "text/markdown", "text/plain"} <= set(bundle)
+    assert bundle["text/html"] == table._repr_html_() and bundle["text/plain"] == table._repr_markdown_()
