@@ -126,13 +126,16 @@ class ReferenceModel(nn.Module):
 class ReferenceTrainer:
     """One configuration: the model and two ``torch.optim.SGD`` optimizers (one per parameter)."""
 
-    def __init__(self, M: int, eta_Y: float, eta_Z: float, dtype: torch.dtype = torch.float32) -> None:
-        self.model = ReferenceModel(M, dtype)
+    def __init__(self, M: int, eta_Y: float, eta_Z: float, dtype: torch.dtype = torch.float32,
+                 device: str | torch.device = "cpu") -> None:
+        self.device = torch.device(device)
+        self.model = ReferenceModel(M, dtype).to(self.device)
         self.opt_Y = torch.optim.SGD([self.model.K1.weight], lr=eta_Y, momentum=MOMENTUM)
         self.opt_Z = torch.optim.SGD([self.model.K2.weight], lr=eta_Z, momentum=MOMENTUM)
 
     def step(self, x: torch.Tensor, label: torch.Tensor) -> None:
-        """One SGD update on the batch."""
+        """One SGD update on the batch (drawn on the CPU, as the authors' ``Dataset2`` does, then moved)."""
+        x, label = x.to(self.device), label.to(self.device)
         self.opt_Y.zero_grad()
         self.opt_Z.zero_grad()
         loss = self.model(x, label)
@@ -151,14 +154,17 @@ class ReferenceTrainer:
         return self.model.K2.weight.detach()
 
 
-def reference_run(classes: SequenceClasses, eta_Y: float, eta_Z: float, steps: int, seed: int) -> None:
-    """The authors' protocol for one configuration: seed, build, then ``steps`` sampled updates."""
+def reference_run(classes: SequenceClasses, eta_Y: float, eta_Z: float, steps: int, seed: int,
+                  device: str | torch.device = "cpu") -> None:
+    """The authors' protocol for one configuration: seed, build, then ``steps`` sampled updates on ``device``."""
     random.seed(seed)
     torch.manual_seed(seed)
     data = ReferenceData(classes, T)
-    trainer = ReferenceTrainer(classes.M, eta_Y, eta_Z)
+    trainer = ReferenceTrainer(classes.M, eta_Y, eta_Z, device=device)
     for _ in range(steps):
         trainer.step(*data.generate(BATCH))
+    if trainer.device.type == "cuda":
+        torch.cuda.synchronize()
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,16 +282,17 @@ def time_batched(
 
 
 def time_reference_sample(
-    classes: SequenceClasses, cfg: tuple[torch.Tensor, ...], steps: int, sample: int
+    classes: SequenceClasses, cfg: tuple[torch.Tensor, ...], steps: int, sample: int, device: str = "cpu"
 ) -> tuple[float, int]:
-    """Mean seconds per reference configuration, over ``sample`` configurations spread over the list."""
+    """Mean seconds per reference configuration on ``device``, over ``sample`` configurations spread over the
+    list."""
     eta_Y, eta_Z, seed = cfg
     picks = np.unique(np.linspace(0, len(seed) - 1, sample).round().astype(int))
-    reference_run(classes, 1.0, 1.0, 1, 0)  # warm-up
+    reference_run(classes, 1.0, 1.0, 1, 0, device)  # warm-up
     total = 0.0
     for i in picks:
         lrs = float(eta_Y[i]), float(eta_Z[i])
-        total += best_time(lambda lrs=lrs, i=i: reference_run(classes, *lrs, steps, int(seed[i])), 1)
+        total += best_time(lambda lrs=lrs, i=i: reference_run(classes, *lrs, steps, int(seed[i]), device), 1)
     return total / len(picks), len(picks)
 
 

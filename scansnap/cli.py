@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, evidence, experiments, figures, ledger, profiles
+from scansnap import claims, device, evidence, experiments, figures, ledger, profiles
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -76,6 +77,9 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"with verify: compare the checkpoints up to this step (default {evidence.HORIZON}: later, "
                          "another machine's float sums have made SGD diverge; larger on the machine that made it)")
     ev.add_argument("--root", type=Path, default=None, help="the folder holding evidence/ (default: the checkout)")
+    for p in (rep, ev):
+        p.add_argument("--device", default=None,
+                       help=f"where the Y/Z trainer computes: cpu, cuda, cuda:N, mps (default ${device.ENV}, or cpu)")
     cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
     mode = cl.add_mutually_exclusive_group()
     mode.add_argument("--check-lock", action="store_true",
@@ -254,6 +258,11 @@ def _evidence(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = _parser().parse_args(argv)
+    if getattr(args, "device", None) is not None:  # every trainer of this process reads it (scansnap.device)
+        try:
+            os.environ[device.ENV] = str(device.resolve(args.device))
+        except ValueError as err:
+            _parser().error(f"--{err}")
     if args.command == "reproduce":
         return _reproduce(args)
     if args.command == "evidence":

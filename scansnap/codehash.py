@@ -4,11 +4,11 @@ A stored run (:mod:`scansnap.evidence`) is stale when the code that computed it 
 docstring, a comment, a rule's threshold, a figure or a page edit must leave hours of stored runs current. So the
 hash covers what the run *executes*, at the grain of functions, not the modules it imports:
 
-* :func:`trace` calls the run under a profile hook (:func:`sys.setprofile`) and records every function of the
+* :func:`trace` calls the run under a profile hook (``sys.setprofile``) and records every function of the
   watched modules (the ``scansnap`` package, and the module defining the run when it lies outside it) whose frame
   ran, as ``"module:qualified.name"``; a nested function, lambda or comprehension belongs to the function that
   defines it, and module bodies (imports) are not counted;
-* :func:`function_hash` hashes one recorded function: the syntax tree (:mod:`ast`) of its definition with every
+* :func:`function_hash` hashes one recorded function: the syntax tree (``ast``) of its definition with every
   docstring removed (comments and layout are not in the tree), plus the module-level assignments and imports of
   the names it reads (``HORIZON = 5``, ``from scansnap import lm``); :func:`code_hash` combines them: a one-token
   change of the run's arithmetic changes it, an edit anywhere else does not.

@@ -19,6 +19,7 @@ then the query ids, then the next-token ids. ``M`` is the total.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -80,8 +81,15 @@ class SequenceClasses:
             )
         if len(set(self.next.tolist())) != K:
             raise ValueError(f"next: next-token ids must be distinct; got {self.next.tolist()}")
-        if self.probs[torch.arange(K), self.query].gt(0).any():
+        if self.probs[torch.arange(K, device=self.probs.device), self.query].gt(0).any():
             raise ValueError("probs: a class's query token must not be one of its contextual tokens")
+
+    def to(self, device: torch.device | str) -> SequenceClasses:
+        """The same classes with every tensor on ``device`` (``self`` when they are there already): a run draws its
+        batches from the CPU copy (:mod:`scansnap.device`) and computes with this one."""
+        moved = {f.name: v.to(device) for f in dataclasses.fields(self)
+                 if isinstance(v := getattr(self, f.name), torch.Tensor) and v.device != torch.device(device)}
+        return dataclasses.replace(self, **moved) if moved else self
 
     @property
     def K(self) -> int:

@@ -49,8 +49,8 @@ def token_counts(ctx: torch.Tensor, M: int) -> torch.Tensor:
     """Per-sequence token histogram ``1^T X``: ``ctx`` ``(..., L)`` long -> ``(..., M)`` float64 counts (Sec. 3.1:
     the attended ``f = X^T b_T`` depends on the contextual tokens only through them)."""
     check_tensor("ctx", ctx, dtype=torch.long, low=0, high=M - 1)
-    counts = torch.zeros(*ctx.shape[:-1], M, dtype=torch.float64)
-    return counts.scatter_add_(-1, ctx, torch.ones(ctx.shape, dtype=torch.float64))
+    counts = torch.zeros(*ctx.shape[:-1], M, dtype=torch.float64, device=ctx.device)
+    return counts.scatter_add_(-1, ctx, torch.ones(ctx.shape, dtype=torch.float64, device=ctx.device))
 
 
 class YZModel(nn.Module):
@@ -112,7 +112,7 @@ class YZModel(nn.Module):
         """
         x = self._batched(x)
         C = self.configs
-        rows = self.Z[torch.arange(C)[:, None], x[..., -1]]  # (C, B, M): row z_{x_T} of each sample
+        rows = self.Z[torch.arange(C, device=x.device)[:, None], x[..., -1]]  # (C, B, M): row z_{x_T} of each sample
         return torch.softmax(rows.gather(-1, x[..., :-1]), dim=-1)
 
     def attended(self, query: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -127,7 +127,7 @@ class YZModel(nn.Module):
             ``f``: ``(C, B, M)``, non-negative, rows sum to 1.
         """
         self._check_tokens("query", query)
-        rows = self.Z[torch.arange(self.configs)[:, None], query.expand(self.configs, -1)]
+        rows = self.Z[torch.arange(self.configs, device=query.device)[:, None], query.expand(self.configs, -1)]
         return attended(rows, weights.to(rows.dtype))
 
     def decode(self, f: torch.Tensor) -> torch.Tensor:
@@ -138,7 +138,7 @@ class YZModel(nn.Module):
         """Logits ``(C, B, M)`` and attention ``(C, B, T-1)`` for sequences ``x`` ``(B, T)`` or ``(C, B, T)``."""
         x = self._batched(x)
         b = self.attention(x)
-        f = torch.zeros(b.shape[:-1] + (self.M,), dtype=b.dtype).scatter_add(-1, x[..., :-1], b)
+        f = torch.zeros(b.shape[:-1] + (self.M,), dtype=b.dtype, device=b.device).scatter_add(-1, x[..., :-1], b)
         return self.decode(f), b
 
     @torch.no_grad()
@@ -224,7 +224,7 @@ def _unit_attended(Z: torch.Tensor, query: torch.Tensor, weights: torch.Tensor) 
     Returns:
         ``(C, B, M)``.
     """
-    c = torch.arange(Z.shape[0])[:, None]
+    c = torch.arange(Z.shape[0], device=Z.device)[:, None]
     u = _weighted_exp(Z[c, query], weights, Z.amax(-1)[c, query, None])
     norm = torch.linalg.vector_norm(u, dim=-1, keepdim=True)
     low = norm.squeeze(-1) < torch.finfo(u.dtype).tiny ** 0.5
@@ -264,8 +264,8 @@ def _attention_gradient(ft: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
 def _sum_rows_by_query(rows: torch.Tensor, query: torch.Tensor, M: int) -> torch.Tensor:
     """``(C, M, M)``: row ``m`` of configuration ``c`` sums ``rows[c, i]`` over the samples with query ``m``."""
     C = rows.shape[0]
-    out = torch.zeros(C * M, M, dtype=rows.dtype)
-    out.index_add_(0, (torch.arange(C)[:, None] * M + query).flatten(), rows.flatten(0, 1))
+    out = torch.zeros(C * M, M, dtype=rows.dtype, device=rows.device)
+    out.index_add_(0, (torch.arange(C, device=rows.device)[:, None] * M + query).flatten(), rows.flatten(0, 1))
     return out.view(C, M, M)
 
 

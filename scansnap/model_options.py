@@ -162,13 +162,14 @@ class OptionsModel(YZModel):
     def _rows(self, Z: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
         """``z_m`` of each sample and head: ``Z`` ``(C, H, M, M)``, query ``(C, B)`` -> ``(C, H, B, M)``."""
         C, H = Z.shape[:2]
-        return Z[torch.arange(C)[:, None, None], torch.arange(H)[None, :, None], query[:, None, :]]
+        c, h = torch.arange(C, device=Z.device), torch.arange(H, device=Z.device)
+        return Z[c[:, None, None], h[None, :, None], query[:, None, :]]
 
     def _positional(self, Z: torch.Tensor, query: torch.Tensor, ctx: torch.Tensor, P: torch.Tensor):
         """``b`` ``(C, H, B, L)`` and ``f`` ``(C, H, B, M)`` from contexts ``ctx`` ``(C, B, L)`` with the bias."""
         idx = ctx[:, None].expand(-1, Z.shape[1], -1, -1)
         b = torch.softmax(self._rows(Z, query).gather(-1, idx) + P[:, :, None, :], dim=-1)
-        return b, torch.zeros(*b.shape[:-1], self.M, dtype=b.dtype).scatter_add(-1, idx, b)
+        return b, torch.zeros(*b.shape[:-1], self.M, dtype=b.dtype, device=b.device).scatter_add(-1, idx, b)
 
     def _inputs(self, f: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
         """The decoder's input before normalizing: ``f``, plus ``e_m`` with the residual connection."""
@@ -202,7 +203,8 @@ class OptionsModel(YZModel):
         x = self._batched(x)
         Z, query = self._heads(self.Z), x[..., -1]
         ctx = self._contexts(x) if self.P is not None else x[..., :-1]
-        P = self._heads(self.P) if self.P is not None else torch.zeros(*Z.shape[:2], ctx.shape[-1], dtype=Z.dtype)
+        P = (self._heads(self.P) if self.P is not None
+             else torch.zeros(*Z.shape[:2], ctx.shape[-1], dtype=Z.dtype, device=Z.device))
         b, f = self._positional(Z, query, ctx, P)
         logits = self.decode(self._inputs(f, query))
         return logits, (b if self.options.heads > 1 else b[:, 0])
@@ -267,8 +269,10 @@ class OptionsModel(YZModel):
         s = r - (f * r).sum(-1, keepdim=True)
         H = Z.shape[1]
         rows = (f * s).flatten(0, 2)
-        index = ((torch.arange(C)[:, None, None] * H + torch.arange(H)[None, :, None]) * M + query[:, None, :])
-        gZ = torch.zeros(C * H * M, M, dtype=Z.dtype).index_add_(0, index.flatten(), rows).view(C, H, M, M)
+        c, h = torch.arange(C, device=Z.device), torch.arange(H, device=Z.device)
+        index = (c[:, None, None] * H + h[None, :, None]) * M + query[:, None, :]
+        gZ = torch.zeros(C * H * M, M, dtype=Z.dtype, device=Z.device).index_add_(0, index.flatten(), rows)
+        gZ = gZ.view(C, H, M, M)
         shape = tuple(self.Y.shape)
         grads = [loss, gY.reshape(shape), gZ.reshape(shape)]
         if self.P is not None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from scansnap import device as device_mod
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_tensor
 from scansnap.data import SequenceClasses
 from scansnap.model import INITS, YZModel, init_params, token_counts
@@ -173,6 +174,7 @@ def train(
     progress: Callable[[int], None] | None = None,
     lr_schedule: Sequence[float] | None = None,
     options: ModelOptions | None = None,
+    device: str | torch.device | None = None,
 ) -> History:
     """Train ``C`` configurations of :class:`~scansnap.model.YZModel` at once (paper Sec. 8 protocol).
 
@@ -196,6 +198,9 @@ def train(
         options: the model's options beyond the paper (residual connection, positional bias, several heads;
             :class:`~scansnap.model_options.ModelOptions`; default none: :class:`~scansnap.model.YZModel`).
             The bias trains with ``bias_rate * eta_Z`` and needs ``limit="sampled"`` with ``positions = T - 1``.
+        device: where to compute (:func:`scansnap.device.resolve`: default ``$SCANSNAP_DEVICE``, else the CPU).
+            The initialization and the batches are drawn on the CPU from each seed's CPU generator and moved there,
+            so a seed draws the same on every device; the :class:`History` comes back on the CPU.
 
     Returns:
         :class:`History`.
@@ -213,13 +218,15 @@ def train(
     for s in snaps:
         check_int("snapshot_steps", s, low=0, high=steps)
 
+    dev = device_mod.resolve(device)
     unique_seeds, seed_index = torch.unique(seeds, return_inverse=True)
-    gens = [torch.Generator().manual_seed(int(s)) for s in unique_seeds]
-    model = _model(classes.M, init, gens, seed_index, dtype, options, limit, T)
+    gens = [torch.Generator().manual_seed(int(s)) for s in unique_seeds]  # CPU draws: the same on every device
+    model = _model(classes.M, init, gens, seed_index, dtype, options, limit, T).to(dev)
+    on_dev = classes.to(dev)
     ext = isinstance(model, OptionsModel)
     params = model.parameters_list() if ext else [model.Y, model.Z]
     contexts = ext and model.P is not None  # a positional bias reads the sequences, not token counts
-    lrs = [eta_Y, eta_Z] + ([eta_Z * options.bias_rate] if len(params) > 2 else [])
+    lrs = [eta_Y.to(dev), eta_Z.to(dev)] + ([eta_Z.to(dev) * options.bias_rate] if len(params) > 2 else [])
     opt = MomentumSGD(params, lrs, momentum=momentum) if optimizer == "sgd" else Adam(params, lrs, betas=betas)
 
     if lr_schedule is not None:
@@ -227,24 +234,26 @@ def train(
         if len(lr_schedule) != steps:
             raise ValueError(f"lr_schedule: must hold one factor per step ({steps}); got {len(lr_schedule)}")
     base_lrs = list(opt.lrs)
-    losses = torch.empty(len(seeds), steps, dtype=dtype)
+    losses = torch.empty(len(seeds), steps, dtype=dtype, device=dev)
     attention = []
-    for t in range(steps + 1):
-        if t in snaps:
-            with torch.no_grad():
-                attention.append(model.population(classes) if ext else classes.population(model.Z.detach()))
-        if t == steps:
-            break
-        query, weights, target = _inputs(classes, limit, gens, seed_index, batch, T, dtype, contexts)
-        loss, model.Y.grad, model.Z.grad, *bias_grad = model.loss_and_gradients(query, weights, target)  # Lemma 1
-        if bias_grad:
-            model.P.grad = bias_grad[0]
-        if lr_schedule is not None:
-            opt.lrs = [lr * lr_schedule[t] for lr in base_lrs]
-        opt.step()
-        losses[:, t] = loss
-        if progress is not None:
-            progress(t)
+    seed_index = seed_index.to(dev)
+    with device_mod.full_precision():
+        for t in range(steps + 1):
+            if t in snaps:
+                with torch.no_grad():
+                    attention.append(model.population(on_dev) if ext else on_dev.population(model.Z.detach()))
+            if t == steps:
+                break
+            query, weights, target = _inputs(classes, on_dev, limit, gens, seed_index, batch, T, dtype, contexts)
+            loss, model.Y.grad, model.Z.grad, *bias_grad = model.loss_and_gradients(query, weights, target)  # Lemma 1
+            if bias_grad:
+                model.P.grad = bias_grad[0]
+            if lr_schedule is not None:
+                opt.lrs = [lr * lr_schedule[t] for lr in base_lrs]
+            opt.step()
+            losses[:, t] = loss
+            if progress is not None:
+                progress(t)
 
     settings = dict(
         steps=steps, batch=batch, T=T, optimizer=optimizer, momentum=momentum, betas=tuple(betas),
@@ -255,10 +264,10 @@ def train(
     if ext:
         settings["options"] = options.to_dict()
     return History(
-        steps=torch.tensor(snaps), loss=losses, attention=torch.stack(attention),
+        steps=torch.tensor(snaps), loss=losses.cpu(), attention=torch.stack(attention).cpu(),
         eta_Y=eta_Y, eta_Z=eta_Z, seeds=seeds,
-        Y=model.Y.detach().clone(), Z=model.Z.detach().clone(), settings=settings,
-        bias=model.P.detach().clone() if ext and model.P is not None else None,
+        Y=model.Y.detach().cpu().clone(), Z=model.Z.detach().cpu().clone(), settings=settings,
+        bias=model.P.detach().cpu().clone() if ext and model.P is not None else None,
     )
 
 
@@ -283,6 +292,7 @@ def _model(
 
 def _inputs(
     classes: SequenceClasses,
+    on_dev: SequenceClasses,
     limit: str,
     gens: list[torch.Generator],
     seed_index: torch.Tensor,
@@ -291,20 +301,22 @@ def _inputs(
     dtype: torch.dtype,
     contexts: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One step's ``(query (C, B), weights (C, B, M) in dtype, target (C, B))``; B = K in the population
-    limit. Weights are made once per seed (an expanded view in the population limit). With ``contexts``, the
+    """One step's ``(query (C, B), weights (C, B, M) in dtype, target (C, B))`` on ``on_dev``'s device; B = K in
+    the population limit. ``classes`` draws the batches on the CPU (one per seed, with that seed's generator).
+    Weights are made once per seed (an expanded view in the population limit). With ``contexts``, the
     contextual tokens ``(C, B, T-1)`` (long) instead of the weights (a positional bias needs them)."""
     C = len(seed_index)
     if limit == "population":
-        K = classes.K
-        return classes.query.expand(C, K), classes.probs.to(dtype).expand(C, K, classes.M), classes.next.expand(C, K)
+        K = on_dev.K
+        return on_dev.query.expand(C, K), on_dev.probs.to(dtype).expand(C, K, on_dev.M), on_dev.next.expand(C, K)
     drawn = [classes.sample(batch, T, g) for g in gens]
-    x = torch.stack([d[0] for d in drawn])  # (S, B, T), one batch per distinct seed
-    n = torch.stack([d[1] for d in drawn])  # (S, B)
+    dev = on_dev.query.device
+    x = torch.stack([d[0] for d in drawn]).to(dev)  # (S, B, T), one batch per distinct seed
+    n = torch.stack([d[1] for d in drawn]).to(dev)  # (S, B)
     if contexts:
-        return x[seed_index, :, -1], x[seed_index, :, :-1], classes.next[n[seed_index]]
-    counts = token_counts(x[..., :-1], classes.M).to(dtype)  # (S, B, M)
-    return x[seed_index, :, -1], counts[seed_index], classes.next[n[seed_index]]
+        return x[seed_index, :, -1], x[seed_index, :, :-1], on_dev.next[n[seed_index]]
+    counts = token_counts(x[..., :-1], on_dev.M).to(dtype)  # (S, B, M)
+    return x[seed_index, :, -1], counts[seed_index], on_dev.next[n[seed_index]]
 
 
 def _broadcast_configs(

@@ -1,0 +1,65 @@
+"""Where the Y/Z trainer computes: one device setting for every run (``SCANSNAP_DEVICE``, ``--device``).
+
+The book is built on CPUs; a reader with a GPU can run the paper's scale on it. Every run draws its randomness on
+the CPU, from its seeds' CPU generators, and moves what it drew to the device: the same seed gives the same draws
+on every device, and a CPU run is bit for bit what it was before this setting existed. Float32 matrix products on
+a CUDA device run in full precision (TF32 off, :func:`full_precision`), so a GPU run differs from the CPU's in the
+last bits of its sums only. Results come back to the CPU for the measures, figures and verdicts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+
+import torch
+
+__all__ = ["ENV", "describe", "full_precision", "resolve"]
+
+ENV = "SCANSNAP_DEVICE"
+"""Environment variable: the device of every run (``cpu``, the default; ``cuda``, ``cuda:1``, ``mps``)."""
+
+KINDS = ("cpu", "cuda", "mps")
+
+
+def resolve(device: str | torch.device | None = None) -> torch.device:
+    """The device of a run: ``device`` if given, else ``$SCANSNAP_DEVICE``, else the CPU. Raises ``ValueError``
+    naming the setting when it is not a device of this machine."""
+    name = "device" if device is not None else ENV
+    value = device if device is not None else (os.environ.get(ENV) or "cpu")
+    try:
+        dev = torch.device(value)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"{name}: must be one of {', '.join(KINDS)} (cuda:N for one GPU); got {value!r}") from err
+    if dev.type not in KINDS:
+        raise ValueError(f"{name}: must be one of {', '.join(KINDS)} (cuda:N for one GPU); got {value!r}")
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name}: {value!r} asks for a CUDA GPU, and torch sees none on this machine; use cpu")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(f"{name}: {value!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"{name}: {value!r} asks for Apple's MPS, which torch does not see here; use cpu")
+    return dev
+
+
+@contextlib.contextmanager
+def full_precision() -> Iterator[None]:
+    """Float32 matrix products in full precision inside the block (TF32 off on CUDA), restored after."""
+    old_matmul, old_cudnn = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    old_precision = torch.get_float32_matmul_precision()
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old_matmul, old_cudnn
+        torch.set_float32_matmul_precision(old_precision)
+
+
+def describe(device: torch.device) -> str:
+    """The device in words for a provenance record, e.g. ``"cuda:0 (NVIDIA H200), TF32 off"`` or ``"cpu"``."""
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return f"cuda:{index} ({torch.cuda.get_device_name(index)}), TF32 off"
+    return device.type
