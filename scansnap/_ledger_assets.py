@@ -9,6 +9,22 @@ No text here may hold two opening braces in a row: MyST's substitution extension
 
 from __future__ import annotations
 
+LEVEL_COLOURS = {
+    "verified": "background: #1b7837; color: #fff;",
+    "partly-verified": "background: #a6dba0; color: #111;",
+    "inconclusive": "background: #e0e0e0; color: #111;",
+    "not-reproduced": "background: #9e1f63; color: #fff;",
+    "not-yet-checked": "background: #fff; color: #111; border-style: dashed;",
+}
+"""The colour of each verdict (:func:`scansnap.ledger_page.verdict_slug` of a headline or level -> CSS declarations):
+one palette for the ledger's chips and the chapters' verdict tables (:mod:`scansnap.verdict_table`)."""
+
+
+def level_rules(scope: str) -> str:
+    """The CSS rules ``<scope> .v-<slug> { ... }`` of :data:`LEVEL_COLOURS`, one a line."""
+    return "".join(f"{scope} .v-{slug} {{ {rule} }}\n" for slug, rule in LEVEL_COLOURS.items())
+
+
 STYLE = """<style>
 #ledger { container-type: inline-size; }
 #ledger .lp-legend, #ledger .lp-controls { display: flex; flex-wrap: wrap; gap: .3em .9em; align-items: center;
@@ -26,12 +42,7 @@ STYLE = """<style>
 #ledger .lp-marks { display: flex; gap: 2px; min-height: 9px; }
 #ledger svg.lp-mk { width: 9px; height: 9px; fill: currentColor; stroke: currentColor; stroke-width: 1.4; }
 #ledger svg.lp-mk.lp-beside { fill: none; }
-#ledger .v-verified { background: #1b7837; color: #fff; }
-#ledger .v-partly-verified { background: #a6dba0; color: #111; }
-#ledger .v-inconclusive { background: #e0e0e0; color: #111; }
-#ledger .v-not-reproduced { background: #9e1f63; color: #fff; }
-#ledger .v-not-yet-checked { background: #fff; color: #111; border-style: dashed; }
-#ledger .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
+""" + level_rules("#ledger") + """#ledger .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
 #ledger .lp-controls select, #ledger .lp-controls input, #ledger .lp-controls button { font: inherit;
   max-width: 14em; }
 #ledger .lp-count { font-weight: 600; }

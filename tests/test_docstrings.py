@@ -61,6 +61,7 @@ EXEMPT = {
     "scansnap.ledger": "the locked rules and verdicts (ledger/), and the claims ledger page (book/claims.md)",
     "scansnap.ledger_page": "the claims ledger as a navigable page (book/claims.md): picture, sort, filter, anchors",
     "scansnap.profiles": "the smoke / book / paper profiles of DESIGN.md",
+    "scansnap.verdict_table": "a chapter's verdict section (what book.record returns): the table and its undecided",
     "scansnap.provenance": "the version and commit each chapter prints first",
     "scansnap.results": "typed configs with presets and saved results (DESIGN.md)",
     "scansnap.stats": "the statistics the verdict rules use (paired t, trends, slopes)",
