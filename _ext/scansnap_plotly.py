@@ -10,6 +10,13 @@ The explorable figures (:mod:`scansnap.explore`) are written into the pages with
   other page is left as it was.
 
 It is not under the source ``_static/`` folder on purpose: Jupyter Book adds every ``.js`` file there to every page.
+
+An explorable's output also holds Plotly's own ``application/vnd.plotly.v1+json`` (for JupyterLab). myst-nb renders
+every type of an output while it reads a page and only then keeps the one the builder prefers (``text/html`` here:
+``nb_mime_priority_overrides`` in ``_config.yml`` leaves the Plotly type out), and warns on the way that it skips a
+type it has no renderer for; the strict build (``-W``) would fail on that. This extension adds that warning
+(``mystnb.unknown_mime_type``) to ``suppress_warnings``. An output with no type the site can show still fails the
+build: myst-nb's ``mystnb.mime_priority`` warning ("No mime type available in priority list") stays on.
 """
 
 from __future__ import annotations
@@ -38,7 +45,16 @@ def _copy_plotly(app: Sphinx, exception: Exception | None) -> None:
     shutil.copyfile(plotly_js(), out)
 
 
+SKIPPED_TYPE = "mystnb.unknown_mime_type"
+
+
+def _allow_notebook_types(app: Sphinx, config) -> None:
+    if SKIPPED_TYPE not in config.suppress_warnings:
+        config.suppress_warnings = [*config.suppress_warnings, SKIPPED_TYPE]
+
+
 def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _allow_notebook_types)
     app.connect("html-page-context", _add_plotly)
     app.connect("build-finished", _copy_plotly)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -43,7 +43,8 @@ def main() -> None:
     parser.add_argument("--device", default="cuda", help="the device to time (default cuda)")
     parser.add_argument("--q", type=int, default=3, help="Syn-Medium's number of queries (the dataset)")
     parser.add_argument("--sample", type=int, default=2, help="reference configurations timed")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads on the CPU (default 1)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch intra-op threads of the reference on the CPU (default 1; ours runs on one)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     dev = device.resolve(args.device)
@@ -60,7 +61,7 @@ def main() -> None:
     per_config, measured = bench_train.time_reference_sample(
         classes, (cfg["eta_Y"], cfg["eta_Z"], cfg["seed"]), params.steps, args.sample, str(dev))
     ref = per_config * C
-    print(f"  ours on {dev.type}: {on_dev:7.2f} s    ours on cpu ({torch.get_num_threads()} thread(s)): {on_cpu:7.2f} s"
+    print(f"  ours on {dev.type}: {on_dev:7.2f} s    ours on cpu (one thread: train_grid pins it): {on_cpu:7.2f} s"
           f"    ratio cpu/{dev.type} {on_cpu / on_dev:6.1f}x")
     print(f"  reference on {dev.type}: {ref:8.1f} s (measured on {measured} configs, {per_config:.2f} s each, "
           f"extrapolated to {C})    ratio reference/ours on {dev.type} {ref / on_dev:6.1f}x")

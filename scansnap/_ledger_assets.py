@@ -10,6 +10,22 @@ No text here may hold two opening braces in a row: MyST's substitution extension
 
 from __future__ import annotations
 
+LEVEL_COLOURS = {
+    "verified": "background: #1b7837; color: #fff;",
+    "partly-verified": "background: #a6dba0; color: #111;",
+    "inconclusive": "background: #e0e0e0; color: #111;",
+    "not-reproduced": "background: #9e1f63; color: #fff;",
+    "not-yet-checked": "background: #fff; color: #111; border-style: dashed;",
+}
+"""The colour of each verdict (:func:`scansnap.ledger_page.verdict_slug` of a headline or level -> CSS declarations):
+one palette for the ledger's chips and the chapters' verdict tables (:mod:`scansnap.verdict_table`)."""
+
+
+def level_rules(scope: str) -> str:
+    """The CSS rules ``<scope> .v-<slug> { ... }`` of :data:`LEVEL_COLOURS`, one a line."""
+    return "".join(f"{scope} .v-{slug} {{ {rule} }}\n" for slug, rule in LEVEL_COLOURS.items())
+
+
 STYLE = """<style>
 .lp-root { container-type: inline-size; }
 .lp-root .lp-total { font-size: .9em; margin: .2em 0; }
@@ -28,12 +44,7 @@ STYLE = """<style>
 .lp-root .lp-marks { display: flex; gap: 2px; min-height: 9px; }
 .lp-root svg.lp-mk { width: 9px; height: 9px; fill: currentColor; stroke: currentColor; stroke-width: 1.4; }
 .lp-root svg.lp-mk.lp-beside { fill: none; }
-.lp-root .v-verified { background: #1b7837; color: #fff; }
-.lp-root .v-partly-verified { background: #a6dba0; color: #111; }
-.lp-root .v-inconclusive { background: #e0e0e0; color: #111; }
-.lp-root .v-not-reproduced { background: #9e1f63; color: #fff; }
-.lp-root .v-not-yet-checked { background: #fff; color: #111; border-style: dashed; }
-.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
+""" + level_rules(".lp-root") + """.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
 .lp-root .lp-controls select, .lp-root .lp-controls input, .lp-root .lp-controls button { font: inherit;
   max-width: 14em; }
 .lp-root .lp-count { font-weight: 600; }

@@ -2,9 +2,10 @@
 
 These helpers keep chapter cells short and make every run-dependent word of a page come from the run:
 :func:`show` glues an experiment's figures (``glue:figure`` shows them with the page's caption) and
-:func:`record` records verdicts made by library rules and glues, for each claim, its headline as
+:func:`record` records verdicts made by library rules, glues, for each claim, its headline as
 ``verdict-<claim>`` and each verdict as ``verdict-<claim>-<evidence>`` (use ``{glue:md}`verdict-C38```
-in prose and captions: never write a verdict word by hand).
+in prose and captions: never write a verdict word by hand), and returns the page's verdict table
+(:mod:`scansnap.verdict_table`; :func:`claim_link` and :data:`LEDGER` come from there).
 """
 
 from __future__ import annotations
@@ -12,18 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from scansnap import claims
-from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
+from scansnap.verdict_table import LEDGER, VerdictTable, claim_link
+from scansnap.verdicts import Verdict
 
-__all__ = ["LEDGER", "claim_link", "evidence", "glue_value", "record", "show", "undecided"]
-
-LEDGER = "../claims.html"
-"""The claims ledger (``book/claims.html``) as a chapter page (``book/chapters/*.html``) links to it."""
-
-
-def claim_link(claim_id: str, ledger: str = LEDGER) -> str:
-    """The claim id as an HTML link to its row of the claims ledger (``claims.html#C38``), for a chapter's verdict
-    table or prose (raw HTML: a Markdown link to an ``.html`` file would be read as a cross-reference)."""
-    return f'<a href="{ledger}#{claim_id}">{claim_id}</a>'
+__all__ = ["LEDGER", "VerdictTable", "claim_link", "evidence", "glue_value", "record", "show"]
 
 
 def _glue(key: str, value: object) -> None:
@@ -70,41 +63,17 @@ def glue_value(key: str, value: object) -> None:
     _glue(key, value.item() if hasattr(value, "item") and getattr(value, "ndim", None) == 0 else value)
 
 
-def record(verdicts: Iterable[Verdict]):
-    """Record ``verdicts`` (:func:`scansnap.claims.record`), glue them, and return a table of them to display:
-    each verdict with its evidence kind, its numbers and its control's, then, in words, which claims are
-    inconclusive here and what would decide them."""
+def record(verdicts: Iterable[Verdict]) -> VerdictTable:
+    """Record ``verdicts`` (:func:`scansnap.claims.record`), glue them, and return them to display
+    (:class:`scansnap.verdict_table.VerdictTable`): a table with one row per claim and kind of evidence, each level a
+    chip linking to the claim's row of the ledger, the numbers and the control's numbers in their own columns; under
+    it the inconclusive verdicts grouped by reason, with what would decide them."""
     from IPython.display import Markdown
 
     made = claims.record(*verdicts)
-    rows = ["| claim | evidence | verdict | numbers (and the control's) |", "|---|---|---|---|"]
     for v in made:
         _glue(f"verdict-{v.claim}-{v.evidence}", Markdown(f"**{v.level}**"))
-        rows.append(f"| {claim_link(v.claim)} | {EVIDENCE[v.evidence]} | **{v.label()}** | "
-                    f"{v.summary().replace('|', '/')} |")
-    for cid in dict.fromkeys(v.claim for v in made):
-        _glue(f"verdict-{cid}", Markdown(f"**{claims.headline(cid)}**"))
-    return Markdown("\n".join(rows) + "\n\n" + undecided(made))
-
-
-def undecided(made: Iterable[Verdict]) -> str:
-    """In words: which of ``made`` are inconclusive, why, and what would decide each (empty when none is)."""
-    lines = []
-    for v in made:
-        if v.level != INCONCLUSIVE:
-            continue
-        if v.reason.startswith("reduced protocol"):
-            whose = "the book's full protocol" if v.claim.startswith("X") else "the paper's protocol"
-            anchor = v.link.partition("#")[2]
-            figure = anchor if anchor.startswith("fig-") else "<figure-id>"
-            decide = (f"a run of the `paper` profile, {whose}, e.g. stored as evidence: `python -m scansnap "
-                      f"reproduce {figure} --profile paper --store`")
-        elif v.reason.startswith("effect too small"):
-            decide = "a run in which the effect the rule tests happens at a visible size (the page shows how far " \
-                     "the runs searched get)"
-        else:
-            decide = (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same "
-                      "rule) already shows, e.g. a longer horizon or a larger effect size")
-        lines.append(f"- **{claim_link(v.claim)}** ({v.evidence}) is inconclusive here: {v.reason}. What would "
-                     f"decide it: {decide}.")
-    return ("**Undecided here**\n\n" + "\n".join(lines)) if lines else ""
+    headlines = {cid: claims.headline(cid) for cid in dict.fromkeys(v.claim for v in made)}
+    for cid, head in headlines.items():
+        _glue(f"verdict-{cid}", Markdown(f"**{head}**"))
+    return VerdictTable.of(made, headlines)

@@ -14,8 +14,15 @@ apply the precomputed state of their combination (``Plotly.update``): two contro
 ``eta_Z``) act together, which Plotly's own per-step updates cannot express. The page never embeds
 ``plotly.min.js`` (``include_plotlyjs=False``); the static PNG/SVG beside each explorable stays the citable figure.
 
-In a notebook (Binder, JupyterLab) the page's ``plotly.min.js`` is absent, so the figure shows a note instead;
-``Explorable.plotly_figure()`` displays it there in its first state (its controls act only in the built book).
+**Width.** An explorable takes the width of the text column (Plotly's ``autosize`` and ``responsive``); below
+:attr:`Explorable.min_px` (a phone) it keeps that width and scrolls sideways inside its own box, so nothing is
+squeezed or cut.
+
+**In a notebook** (Binder, JupyterLab) an explorable is displayed as Plotly's own figure: its MIME bundle
+(``Explorable._repr_mimebundle_``) holds ``application/vnd.plotly.v1+json`` (JupyterLab draws it natively:
+:meth:`Explorable.notebook_figure`, one control over every combination of the controls, so it works without the
+page script) beside the site's ``text/html``; the book's build takes the ``text/html``
+(``nb_mime_priority_overrides`` in ``_config.yml`` leaves the Plotly type out).
 """
 
 from __future__ import annotations
@@ -28,7 +35,10 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["SCRIPT", "Control", "Explorable", "plotly_js", "rounded"]
+__all__ = ["MIME", "SCRIPT", "Control", "Explorable", "plotly_js", "rounded"]
+
+MIME = "application/vnd.plotly.v1+json"
+"""The MIME type of Plotly's own output, which JupyterLab draws natively (plotly's ``jupyterlab-plotly`` extension)."""
 
 SCRIPT = """(function () {
   var gd = document.getElementById('{plot_id}');
@@ -121,6 +131,7 @@ class Explorable:
             ``Plotly.update`` takes it; ``None``: that trace keeps its value, e.g. an ``x`` that every state
             shares, set once in :attr:`figure`) and optionally ``layout`` (a ``Plotly.update`` layout dict).
         axis_px, legend_px: pixels below the plot for the axes' ticks and titles, then for the legend.
+        min_px: the narrowest the figure is drawn (px); a narrower column scrolls it sideways.
     """
 
     name: str
@@ -129,6 +140,7 @@ class Explorable:
     states: tuple[dict, ...] = field(repr=False)
     axis_px: int = 60
     legend_px: int = 60
+    min_px: int = 600
 
     def __post_init__(self) -> None:
         n = math.prod(len(c.labels) for c in self.controls)
@@ -152,20 +164,35 @@ class Explorable:
                 "index": {c.name: i for i, c in enumerate(self.controls)},
                 "active": [c.active for c in self.controls], "states": list(self.states)}
 
+    def _lines(self) -> tuple[int, int]:
+        """Lines (``<br>``) of the longest title, over the figure and every state, and of the longest subplot
+        title (0: no subplot titles)."""
+        titles = [self.figure.layout.title.text or ""] + [s.get("layout", {}).get("title.text", "") for s in
+                                                           self.states]
+        subs = [a.text or "" for a in self.figure.layout.annotations]
+        return (1 + max(t.count("<br>") for t in titles),
+                1 + max(t.count("<br>") for t in subs) if subs else 0)
+
     def plotly_figure(self):
         """A copy of :attr:`figure` laid out for the page: :attr:`figure`'s ``layout.height`` is the plot's own
-        height (px); above it the title and a row of menus (each with its title on its left), below it the axes'
-        ticks and titles (:attr:`axis_px`), the legend (:attr:`legend_px`) and the sliders, one under another."""
+        height (px); above it the title (as many lines as the longest state's), a row of menus (each with its
+        title on its left) and the subplot titles; below it the axes' ticks and titles (:attr:`axis_px`), the
+        legend (:attr:`legend_px`) and the sliders, one under another. The width follows the page."""
         import plotly.graph_objects as go
 
         fig = go.Figure(self.figure)
         plot = fig.layout.height or 400
         n_sliders = sum(c.kind == "slider" for c in self.controls)
         n_menus = len(self.controls) - n_sliders
-        top = 70 + (45 if n_menus else 0)
+        title_lines, sub_lines = self._lines()
+        sub = 8 + 17 * sub_lines if sub_lines else 0  # subplot titles, just above the plot
+        menu_y = sub + 10  # the menus' row: its bottom, px above the plot
+        title_px = 36 + 22 * (title_lines - 1)  # Plotly draws a title's first line at its anchor, the rest below
+        top = title_px + (menu_y + 40 if n_menus else sub + 10)
         below = self.axis_px + self.legend_px
         bottom = below + 100 * n_sliders + 10
         px = 1.0 / plot  # paper units per pixel, vertically
+        fig.update_annotations(font=dict(size=13))  # the subplot titles
         sliders, menus = [], []
         for c in self.controls:
             if c.kind == "slider":
@@ -178,34 +205,80 @@ class Explorable:
                 x = 0.13 + 0.5 * len(menus)
                 menus.append(dict(
                     name=c.name, type="buttons", direction="right", active=c.active, showactive=True,
-                    x=x, xanchor="left", y=1 + 45 * px, yanchor="bottom", pad=dict(l=4, r=4, t=0, b=0),
+                    x=x, xanchor="left", y=1 + menu_y * px, yanchor="bottom", pad=dict(l=4, r=4, t=0, b=0),
                     buttons=[dict(method="skip", label=lab, args=[None]) for lab in c.labels]))
-                fig.add_annotation(text=f"<b>{c.title}</b>", x=x, y=1 + 60 * px, xref="paper", yref="paper",
-                                   xanchor="right", yanchor="middle", showarrow=False)
-        fig.update_layout(sliders=sliders, updatemenus=menus, height=plot + top + bottom,
+                fig.add_annotation(text=f"<b>{c.title}</b>", x=x, y=1 + (menu_y + 14) * px, xref="paper",
+                                   yref="paper", xanchor="right", yanchor="middle", showarrow=False)
+        fig.update_layout(sliders=sliders, updatemenus=menus, height=plot + top + bottom, width=None, autosize=True,
                           margin=dict(t=top, b=bottom, l=80, r=40),
-                          title=dict(y=1 - 12 / (plot + top + bottom), yanchor="top", yref="container", x=0.01,
-                                     xanchor="left"),
+                          title=dict(y=1 - 25 / (plot + top + bottom), yanchor="bottom", yref="container", x=0.01,
+                                     xanchor="left"),  # first line 10-29 px from the top
                           legend=dict(orientation="h", x=0.0, xanchor="left", y=-self.axis_px * px, yanchor="top"))
         return fig
 
+    def notebook_figure(self):
+        """The figure a notebook shows (JupyterLab draws Plotly's bundle natively, without the page script): the
+        controls of :meth:`plotly_figure` become one control over every combination of their positions (a slider
+        whose steps read e.g. ``eta_Y 0.5, eta_Z 0.25``, or a menu when every control is a menu), each step applying
+        its state with Plotly's own ``update``; it starts at the controls' ``active`` positions."""
+        fig = self.plotly_figure()
+        labels = [""]
+        for c in self.controls:
+            name = c.title.split(" (")[0]  # "eta_Y", not "eta_Y (log scale, ...)"
+            labels = [f"{head}, {name} {lab}".lstrip(", ") for head in labels for lab in c.labels]
+        steps = [dict(method="update", label=lab, args=self._native(state))
+                 for lab, state in zip(labels, self.states, strict=True)]
+        active = self.index([c.active for c in self.controls])
+        fig.layout.annotations = [a for a in fig.layout.annotations if not (a.text or "").startswith("<b>")]
+        if fig.layout.sliders:  # one slider, where the first was; the others' room is given back
+            dropped = len(fig.layout.sliders) - 1
+            first = fig.layout.sliders[0].to_plotly_json()
+            fig.layout.updatemenus = ()
+            fig.layout.sliders = [dict(first, name="state", active=active, steps=steps,
+                                       currentvalue=dict(prefix="", font=dict(size=13)))]
+            fig.update_layout(margin=dict(b=fig.layout.margin.b - 100 * dropped),
+                              height=fig.layout.height - 100 * dropped)
+        else:  # one drop-down menu, where the first menu was
+            first = fig.layout.updatemenus[0].to_plotly_json()
+            fig.layout.updatemenus = [dict(first, name="state", type="dropdown", active=active, x=0.0, buttons=[
+                dict(method=s["method"], label=s["label"], args=s["args"]) for s in steps])]
+        return fig
+
+    def _native(self, state: dict) -> list:
+        """``state`` as the arguments of Plotly's ``update`` (data, layout, traces): a ``None`` value (this trace
+        keeps its value) becomes the value :attr:`figure` holds, which Plotly's ``update`` would otherwise reset."""
+        data = {attr: [self.figure.data[t].to_plotly_json().get(attr) if v is None else v
+                       for t, v in zip(state["traces"], values, strict=True)] for attr, values in state["data"].items()}
+        return [data, dict(state.get("layout", {})), list(state["traces"])]
+
     def html(self) -> str:
         """The HTML fragment for the book: the plot's ``div`` and its script, without ``plotly.min.js`` (the page
-        loads the site's one copy: the ``scansnap_plotly`` extension). Where no Plotly is loaded (a notebook), a
+        loads the site's one copy: the ``scansnap_plotly`` extension), in a box as wide as the text column that
+        scrolls sideways below :attr:`min_px`. Where no Plotly is loaded (a notebook that renders HTML only), a
         short note says so instead; the script removes it once the figure is drawn."""
         spec = json.dumps(self.spec(), separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
         note = (f'<p id="{self.name}-note" class="explorable-note"><em>Explorable figure: it responds in the built '
-                f"book, which serves Plotly's JavaScript. In a notebook, display <code>.plotly_figure()</code> of "
-                f"this object for its first state.</em></p>")
+                f"book, which serves Plotly's JavaScript, and in JupyterLab, which draws Plotly's own output of "
+                f"this cell.</em></p>")
         script = f"var note = document.getElementById('{self.name}-note'); if (note) note.remove();\n" + SCRIPT % spec
-        return note + self.plotly_figure().to_html(
+        plot = self.plotly_figure().to_html(
             full_html=False, include_plotlyjs=False, include_mathjax=False, div_id=f"{self.name}-plot",
-            config=dict(responsive=True, displaylogo=False), post_script=script)
+            default_width="100%", config=dict(responsive=True, displaylogo=False), post_script=script)
+        return (f'<div class="scansnap-explorable" style="max-width: 100%; overflow-x: auto">{note}'
+                f'<div style="min-width: {self.min_px}px">{plot}</div></div>')
 
     def _repr_html_(self) -> str:
-        """:meth:`html` (myst-nb renders ``text/html`` into the page). No ``application/vnd.plotly.v1+json``
-        output: myst-nb warns on a MIME type it does not know, and the strict build fails on any warning."""
+        """:meth:`html`: what the book's page shows (myst-nb takes ``text/html``)."""
         return self.html()
+
+    def _repr_mimebundle_(self, include: object = None, exclude: object = None) -> dict:
+        """What a notebook receives: the site's ``text/html`` (:meth:`html`), Plotly's own
+        ``application/vnd.plotly.v1+json`` (:meth:`notebook_figure`, drawn natively by JupyterLab) and a
+        ``text/plain`` line. The book's build takes the ``text/html`` (``nb_mime_priority_overrides`` in
+        ``_config.yml``)."""
+        fig = json.loads(self.notebook_figure().to_json())  # plain JSON: numpy arrays as lists
+        fig["config"] = {"responsive": True, "displaylogo": False}
+        return {"text/html": self.html(), MIME: fig, "text/plain": repr(self)}
 
     def __repr__(self) -> str:
         return f"<explorable figure {self.name}: {len(self.controls)} controls, {len(self.states)} states>"

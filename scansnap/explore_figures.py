@@ -32,17 +32,21 @@ __all__ = ["freeze_explorable", "log_rates", "phase_explorable", "synmedium_expl
 _GREY = "rgba(120, 120, 120, 0.35)"
 
 
-def log_rates(values: np.ndarray, per_octave: int = 2) -> np.ndarray:
-    """The slider positions of Figures 3 and 9's explorable: the log-spaced grid ``lo 2^(k / per_octave)`` from the
-    smallest of ``values`` up to the first point at or above the largest, with every one of ``values`` added (so
-    each rate of the chapter's grids is a position). Shape ``(P,)``, increasing."""
+def log_rates(values: np.ndarray, per_octave: int = 2, anchor: float | None = None) -> np.ndarray:
+    """The slider positions of Figures 3 and 9's explorable: the log-spaced grid ``anchor 2^(k / per_octave)``
+    (integer ``k``) from the last point at or below the smallest of ``values`` to the first at or above the
+    largest, so that equal steps of the slider are equal factors (half an octave: 1.41) and its labels say what
+    they are. ``anchor`` (default: the smallest value) is a position: the trained grid's rate, so every rate of
+    that grid (``anchor`` times a power of 2) is one. Shape ``(P,)``, increasing."""
     v = np.asarray(values, dtype=float).ravel()
-    if v.size == 0 or not (v > 0).all():
-        raise ValueError(f"values: must be positive and not empty; got {v}")
-    lo, hi = v.min(), v.max()
-    n = math.ceil(per_octave * math.log2(hi / lo) - 1e-9)
-    both = np.sort(np.concatenate([lo * 2.0 ** (np.arange(n + 1) / per_octave), v]))
-    return both[np.concatenate([[True], np.diff(np.log(both)) > 1e-6])]
+    if v.size == 0 or not (v > 0).all() or not np.isfinite(v).all():
+        raise ValueError(f"values: must be positive, finite and not empty; got {v}")
+    a = float(v.min() if anchor is None else anchor)
+    if not (math.isfinite(a) and a > 0):
+        raise ValueError(f"anchor: must be a finite rate > 0; got {anchor!r}")
+    lo = math.floor(per_octave * math.log2(v.min() / a) + 1e-9)
+    hi = math.ceil(per_octave * math.log2(v.max() / a) - 1e-9)
+    return a * 2.0 ** (np.arange(lo, hi + 1) / per_octave)
 
 
 def _match(eta_Y: np.ndarray, eta_Z: np.ndarray, y: float, z: float) -> int | None:
@@ -55,7 +59,8 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
     """Theorem 4's explorable (Figures 3 and 9, Chapter 6), anchor ``explore-fig3``.
 
     Two sliders, ``eta_Y`` and ``eta_Z`` (:func:`log_rates` over the rates of ``fig3``, ``fig9`` and the trained
-    grid: half-octave steps and every rate of those grids), first at Figure 3's first pair. Left: Eqn 14's
+    grid: equal half-octave steps through every rate of the trained grid), first at the positions nearest Figure
+    3's first pair. Left: Eqn 14's
     ``chi-bar = exp(2 B_n)`` against ``t`` in Figure 3's family (derived constants ``a``, ``b``; ``points``
     log-spaced steps over Figure 3's horizon), ``t0`` marked, the curves of Figure 3's own rates in grey.
     Right: ``B_n`` in the trained model's family: Eqn 14 (dashed) and, where the pair is on the trained grid,
@@ -65,15 +70,15 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
     from plotly.subplots import make_subplots
 
     pop, K3, Kt = trained.population, fig3.config.K, trained.config.K
-    rates_Y = log_rates(np.concatenate([fig3.config.eta_Y, fig9.eta_Y, pop.eta_Y]), per_octave)
-    rates_Z = log_rates(np.concatenate([[fig3.config.eta_Z], fig9.eta_Z, pop.eta_Z]), per_octave)
+    rates_Y = log_rates(np.concatenate([fig3.config.eta_Y, fig9.eta_Y, pop.eta_Y]), per_octave, pop.eta_Y.min())
+    rates_Z = log_rates(np.concatenate([[fig3.config.eta_Z], fig9.eta_Z, pop.eta_Z]), per_octave, pop.eta_Z.min())
     t3 = np.geomspace(fig3.t[0], fig3.t[-1], points)
     t_run = pop.t[pop.t >= 1]
     keep = np.flatnonzero(pop.t >= 1)[np.unique(np.minimum(
         np.searchsorted(t_run, np.geomspace(t_run[0], t_run[-1], points)), len(t_run) - 1))]  # <= points snapshots
     tt = np.geomspace(1.0, float(t_run[-1]), points)
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1, subplot_titles=(
-        f"Figure 3's family (K = {K3}, M = {fig3.M}): Eqn 14", f"trained family (K = {Kt}, M = {trained.M})"))
+        f"Figure 3's family (K = {K3}, M = {fig3.M}):<br>Eqn 14", f"trained family (K = {Kt}, M = {trained.M})"))
     for i, eY in enumerate(fig3.config.eta_Y):
         fig.add_trace(go.Scatter(x=rounded(fig3.t[:: max(1, len(fig3.t) // points)]),
                                  y=rounded(np.exp(2 * fig3.B[i, :: max(1, len(fig3.t) // points)])),
@@ -107,7 +112,7 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
             t0_B = float(theory.eqn14_at(t0t, trained.M, Kt, eY, eZ, trained.a, trained.b))
             shown = t0t <= tt[-1]
             title = (f"eta_Y = {eY:.3g}, eta_Z = {eZ:.3g}: t0 = {t03:.3g} (Figure 3's family), {t0t:.3g} (trained "
-                     f"family); " + ("trained run at this pair" if c is not None else "no trained run at this pair"))
+                     f"family);<br>" + ("trained run at this pair" if c is not None else "no trained run at this pair"))
             states.append({"traces": [first + k for k in range(5)], "data": {
                 "x": [None, rounded([t03]), None, None, rounded([t0t]) if shown else []],
                 "y": [rounded(np.exp(2 * B3)),
@@ -116,8 +121,9 @@ def phase_explorable(fig3: Fig3Result, fig9: Fig9Result, trained: TrainedResult,
                 "layout": {"title.text": title}})
     iY = int(np.argmin(np.abs(np.log(rates_Y / fig3.config.eta_Y[0]))))
     iZ = int(np.argmin(np.abs(np.log(rates_Z / fig3.config.eta_Z))))
-    controls = (Control("eta_Y", "eta_Y", tuple(f"{v:.3g}" for v in rates_Y), "slider", iY),
-                Control("eta_Z", "eta_Z", tuple(f"{v:.3g}" for v in rates_Z), "slider", iZ))
+    step = f"log scale, x{2 ** (1 / per_octave):.3g} a step"
+    controls = (Control("eta_Y", f"eta_Y ({step})", tuple(f"{v:.3g}" for v in rates_Y), "slider", iY),
+                Control("eta_Z", f"eta_Z ({step})", tuple(f"{v:.3g}" for v in rates_Z), "slider", iZ))
     _draw(fig, states[iY * len(rates_Z) + iZ])
     fig.update_xaxes(type="log", title_text="step t")
     fig.update_yaxes(type="log", title_text="growth-factor bound exp(2 B_n)", row=1, col=1)
@@ -149,7 +155,7 @@ def synsmall_explorable(r: Fig4Result) -> Explorable:
     att, ent = runs.attention, runs.entropy  # (R, S, steps + 1, 20), (R, S, steps + 1)
     mean, lo, hi = att.mean(1), att.min(1), att.max(1)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.1, subplot_titles=(
-        "class 1's attention f_1 over its tokens", "entropy of the attention over distinct tokens"))
+        "class 1's attention f_1<br>over its tokens", "entropy of the attention<br>over distinct tokens"))
     common = np.arange(TOKENS)[~np.isin(np.arange(TOKENS), DISTINCT)]
     for name, toks, color in (("common tokens (0-9)", common, "#7f7f7f"), ("distinct tokens (10-19)", DISTINCT,
                                                                             "#1f77b4")):
@@ -176,7 +182,7 @@ def synsmall_explorable(r: Fig4Result) -> Explorable:
                 "x": [common.tolist(), DISTINCT.tolist(), [s]],
                 "error_y": [bars[0][1], bars[1][1], None]},
                 "layout": {"title.text": f"eta_Y/eta_Z = {v:g}, step {s}: attention on the common tokens "
-                                         f"{float(runs.common_mass[i, :, s].mean()):.3f}, distinct entropy "
+                                         f"{float(runs.common_mass[i, :, s].mean()):.3f},<br>distinct entropy "
                                          f"{float(ent[i, :, s].mean()):.3f} nats (mean over {S} seeds)"}})
     controls = (Control("ratio", "eta_Y / eta_Z", tuple(f"{v:g}" for v in runs.values), "menu"),
                 Control("step", "step", tuple(str(s) for s in range(steps1)), "slider"))
@@ -187,7 +193,7 @@ def synsmall_explorable(r: Fig4Result) -> Explorable:
     fig.update_xaxes(title_text="step", row=1, col=2)
     fig.update_yaxes(title_text="entropy (nats)", row=1, col=2)
     fig.update_layout(height=380, title=dict(font=dict(size=13)), template="plotly_white", bargap=0.15)
-    return Explorable("explore-fig4", fig, controls, tuple(states), legend_px=70)
+    return Explorable("explore-fig4", fig, controls, tuple(states), legend_px=95, min_px=640)
 
 
 def synmedium_explorable(r: SweepResult, level: float = 0.95) -> Explorable:
@@ -221,7 +227,7 @@ def synmedium_explorable(r: SweepResult, level: float = 0.95) -> Explorable:
                 "customdata": [np.tile(seeds, len(ratios)).tolist(), None, None],
                 "error_y": [None, dict(type="data", symmetric=False, array=rounded(iv[:, 2] - iv[:, 0]),
                                        arrayminus=rounded(iv[:, 0] - iv[:, 1]), thickness=1.5, width=6), None]},
-                "layout": {"title.text": f"q = {run.num_query} queries (K = {2 * run.num_query}), eta_Z = {z:g}: "
+                "layout": {"title.text": f"q = {run.num_query} queries (K = {2 * run.num_query}), eta_Z = {z:g}:<br>"
                                          f"entropy after {c.steps} steps, {len(seeds)} seeds"}})
     controls = (Control("num_query", "queries q", tuple(str(run.num_query) for run in r.runs), "menu"),
                 Control("eta_Z", "eta_Z", tuple(f"{z:g}" for z in c.eta_Z), "menu"))
@@ -255,7 +261,7 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
     windows = (("held-out window", run.probe_maps, r.probe_words), ("training window", run.train_maps, r.train_words))
     top = float(max(np.nanmax(run.probe_maps), np.nanmax(run.train_maps)))
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.16, subplot_titles=(
-        "first-layer attention (rows: queries, columns: keys)", "held-out attention entropy"))
+        "first-layer attention<br>(rows: queries, columns: keys)", "held-out attention<br>entropy"))
     fig.add_trace(go.Heatmap(colorscale="Viridis", zmin=0, zmax=top, colorbar=dict(x=0.5, len=0.9, thickness=12),
                              hovertemplate="query %{y}<br>key %{x}<br>attention %{z:.3f}<extra></extra>"), 1, 1)
     for k, other in enumerate(r.runs):
@@ -271,7 +277,7 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
         for c, s in enumerate(steps):
             states.append({"traces": [0, marker], "data": {
                 "z": [_causal_rows(maps[c]), None], "x": [labels, [int(s)]], "y": [labels, rounded([run.entropy[c]])]},
-                "layout": {"title.text": f"{name}, step {int(s)} (seed {r.config.seeds[seed]}): held-out loss "
+                "layout": {"title.text": f"{name}, step {int(s)} (seed {r.config.seeds[seed]}):<br>held-out loss "
                                          f"{float(run.heldout_loss[c]):.3f}, entropy {float(run.entropy[c]):.3f} "
                                          "nats"}})
     controls = (Control("window", "window", tuple(w[0] for w in windows), "menu"),
@@ -282,4 +288,4 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
     fig.update_xaxes(title_text="step", row=1, col=2)
     fig.update_yaxes(title_text="entropy (nats)", row=1, col=2)
     fig.update_layout(height=500, title=dict(font=dict(size=13)), template="plotly_white")
-    return Explorable("explore-fig7", fig, controls, tuple(states), axis_px=95, legend_px=40)
+    return Explorable("explore-fig7", fig, controls, tuple(states), axis_px=95, legend_px=40, min_px=700)

@@ -22,7 +22,9 @@ from pathlib import Path
 import matplotlib as mpl
 import numpy as np
 import seaborn as sns
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, LogFormatterSciNotation, LogLocator, NullFormatter, StrMethodFormatter
 
 from scansnap import profiles, provenance
 from scansnap._checks import check_choice
@@ -39,6 +41,7 @@ __all__ = [
     "compare_data",
     "gallery_markdown",
     "load_record",
+    "log_axis",
     "paper_figure",
     "records",
     "save",
@@ -55,6 +58,24 @@ def set_style() -> None:
     sns.set_theme(context="notebook", style="whitegrid", palette=PALETTE)
     mpl.rcParams.update({"figure.dpi": 150, "savefig.dpi": 150, "figure.figsize": (8, 3.4),
                          "axes.titlesize": "medium"})
+
+
+def log_axis(ax: Axes, which: str = "x", at: Sequence[float] | None = None) -> None:
+    """Put a log scale on ``ax``'s ``which`` axis (``"x"`` or ``"y"``) with ticks that never crowd: at ``at`` (the
+    values of a grid, e.g. learning rates) labelled as plain numbers; else at most 6 labelled powers of ten, plus
+    labels at 2 and 5 times a power of ten when the view spans under one and a half decades (never at 3, 4, 6...,
+    whose labels collide on a short axis)."""
+    axis = {"x": ax.xaxis, "y": ax.yaxis}[check_choice("which", which, ("x", "y"))]
+    getattr(ax, f"set_{which}scale")("log")
+    if at is not None:
+        axis.set_major_locator(FixedLocator(np.asarray(at, dtype=float)))
+        axis.set_major_formatter(StrMethodFormatter("{x:g}"))
+        axis.set_minor_formatter(NullFormatter())
+        return
+    axis.set_major_locator(LogLocator(base=10, numticks=6))
+    axis.set_major_formatter(LogFormatterSciNotation())
+    axis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0), numticks=12))
+    axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(1.5, 1.5)))
 
 
 @dataclass

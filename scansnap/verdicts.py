@@ -212,11 +212,19 @@ class Verdict:
     def label(self) -> str:
         """The level with its qualification, e.g. ``"inconclusive (the control passes too)"`` or
         ``"verified (reduced protocol: steps 450 < 1500)"``."""
+        return f"{self.level} ({self.qualification()})" if self.qualification() else self.level
+
+    def qualification(self) -> str:
+        """What :meth:`label` adds to the level: why it is inconclusive (:attr:`reason`), else the reduced protocol
+        it was reached under (``"reduced protocol: steps 450 < 1500"``), else ``""``."""
         if self.reason:
-            return f"{self.level} ({self.reason})"
-        if self.reduced:
-            return f"{self.level} (reduced protocol: {'; '.join(self.reduced)})"
-        return self.level
+            return self.reason
+        return f"reduced protocol: {'; '.join(self.reduced)}" if self.reduced else ""
+
+    def number_pairs(self, control: bool = False) -> tuple[tuple[str, str], ...]:
+        """The numbers the rule used (``control=True``: its control's) as ``(name, value)`` pairs, each value
+        written as :meth:`summary` writes it, e.g. ``(("max_error", "4.4e-16"), ("instances", "200"))``."""
+        return tuple((k, _fmt(v)) for k, v in (self.control if control else self.numbers).items())
 
 
 def _numbers_text(numbers: dict[str, float]) -> str:

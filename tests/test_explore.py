@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from plotly.utils import PlotlyJSONEncoder as _Encoder
 
 from scansnap import explore, explore_figures, stats, theory
 from scansnap.experiments import ch06_figures as ch6f
@@ -53,12 +54,41 @@ def _check(ex: Explorable) -> dict:
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)
     spec = json.loads(re.search(r"var spec = (\{.*?\});\n", html, re.S).group(1))
     assert spec["sizes"] == [len(c.labels) for c in ex.controls] and len(spec["states"]) == n
-    assert ex._repr_html_() == html and not hasattr(ex, "_repr_mimebundle_")  # myst-nb: text/html only
-    assert f'id="{ex.name}-note"' in html  # a notebook without Plotly shows a note
+    assert ex._repr_html_() == html
+    assert f'id="{ex.name}-note"' in html  # a notebook that renders HTML only, without Plotly, shows a note
+    # as wide as the column, scrolling sideways below min_px; Plotly sizes the plot to its box
+    assert html.startswith('<div class="scansnap-explorable" style="max-width: 100%; overflow-x: auto">')
+    assert f'<div style="min-width: {ex.min_px}px">' in html and "width:100%" in html.replace(" ", "")
     layout = ex.plotly_figure().layout
+    assert layout.width is None and layout.autosize
     assert len(layout.sliders) + len(layout.updatemenus) == len(ex.controls)
     assert all(step.method == "skip" for sl in layout.sliders for step in sl.steps)
+    _check_bundle(ex)
     return spec
+
+
+def _check_bundle(ex: Explorable) -> None:
+    """The notebook's MIME bundle: the site's HTML, and Plotly's own figure (JSON) whose one control walks every
+    state with Plotly's ``update``, each step giving every listed trace the state's values (the figure's own where
+    the state keeps them)."""
+    bundle = ex._repr_mimebundle_()
+    assert set(bundle) == {"text/html", explore.MIME, "text/plain"} and bundle["text/html"] == ex.html()
+    fig = json.loads(json.dumps(bundle[explore.MIME], allow_nan=False))  # plain JSON
+    assert set(fig) >= {"data", "layout", "config"} and len(fig["data"]) == len(ex.figure.data)
+    controls = fig["layout"].get("sliders", []) + fig["layout"].get("updatemenus", [])
+    assert len(controls) == 1, "one control over every combination"
+    steps = controls[0].get("steps") or controls[0].get("buttons")
+    assert len(steps) == len(ex.states) and controls[0]["active"] == ex.index([c.active for c in ex.controls])
+    assert len({s["label"] for s in steps}) == len(steps)  # every combination named, once
+    assert not any("<b>" in a.get("text", "") for a in fig["layout"].get("annotations", []))  # no menu titles
+    for step, state in zip(steps, ex.states, strict=True):
+        data, layout, traces = step["args"]
+        assert step["method"] == "update" and traces == state["traces"]
+        assert layout == state.get("layout", {})
+        for attr, values in state["data"].items():
+            for t, mine, native in zip(traces, values, data[attr], strict=True):
+                want = ex.figure.data[t].to_plotly_json().get(attr) if mine is None else mine
+                assert json.loads(json.dumps(want, cls=_Encoder)) == native
 
 
 def test_rounded_keeps_significant_digits_and_drops_nan() -> None:
@@ -91,14 +121,21 @@ def test_plotly_js_is_the_package_copy() -> None:
     assert "plotly.js v" in path.read_text(encoding="utf8", errors="replace")[:200]
 
 
-def test_log_rates_span_and_hit_the_factor_2_grid() -> None:
+def test_log_rates_are_equal_steps_through_the_anchor() -> None:
+    """Equal factors between neighbours (a slider's evenly spaced ticks are then a log scale, as labelled): not
+    4, 5, 5.66 as before, where the chapter's 5 was slipped between half-octave steps."""
     values = np.array([0.25, 0.5, 1.0, 2.0, 5.0, 0.125 * 5])
     r = explore_figures.log_rates(values)
-    grid = 0.25 * 2.0 ** (np.arange(10) / 2)  # 0.25 .. 5.66: half-octave steps up to the first point >= 5
-    assert np.allclose(r, np.sort(np.concatenate([grid, [5.0, 0.625]])))
-    assert all(np.isclose(r, v).sum() == 1 for v in values)  # each rate once
-    with pytest.raises(ValueError):
+    assert np.allclose(r, 0.25 * 2.0 ** (np.arange(10) / 2))  # 0.25 .. 5.66: up to the first point >= 5
+    assert np.allclose(np.diff(np.log(r)), np.log(2) / 2)
+    shifted = explore_figures.log_rates(values, anchor=1 / 3)  # below the smallest value, above the largest
+    assert shifted[0] <= 0.25 < shifted[1] and shifted[-2] < 5 <= shifted[-1]
+    assert np.isclose(shifted, 1 / 3).sum() == 1 and np.allclose(np.diff(np.log(shifted)), np.log(2) / 2)
+    assert np.allclose(explore_figures.log_rates(values, per_octave=1), 0.25 * 2.0 ** np.arange(6))
+    with pytest.raises(ValueError, match="^values"):
         explore_figures.log_rates(np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="^anchor"):
+        explore_figures.log_rates(values, anchor=-1.0)
 
 
 def test_phase_explorable_matches_eqn14_and_the_trained_grid() -> None:
@@ -106,15 +143,14 @@ def test_phase_explorable_matches_eqn14_and_the_trained_grid() -> None:
     trained = _trained()
     ex = explore_figures.phase_explorable(fig3, fig9, trained, points=40)
     spec = _check(ex)
-    rY = explore_figures.log_rates(np.concatenate([fig3.config.eta_Y, fig9.eta_Y, trained.population.eta_Y]))
-    rZ = explore_figures.log_rates(np.concatenate([[fig3.config.eta_Z], fig9.eta_Z, trained.population.eta_Z]))
+    pop = trained.population
+    rY = explore_figures.log_rates(np.concatenate([fig3.config.eta_Y, fig9.eta_Y, pop.eta_Y]), 2, 0.25)
+    rZ = explore_figures.log_rates(np.concatenate([[fig3.config.eta_Z], fig9.eta_Z, pop.eta_Z]), 2, 0.025)
     assert [c.labels for c in ex.controls] == [tuple(f"{v:.3g}" for v in r) for r in (rY, rZ)]
     assert rY[0] == 0.25 and rY[-1] >= 5 and rZ[0] == 0.025 and rZ[-1] >= 1
-    assert [c.labels[c.active] for c in ex.controls] == ["0.5", "0.5"]  # Figure 3's first pair
-    for rate in (*fig3.config.eta_Y, *fig9.eta_Y):
-        assert np.isclose(rY, rate).any()
-    for rate in (fig3.config.eta_Z, *fig9.eta_Z):
-        assert np.isclose(rZ, rate).any()
+    assert [c.title for c in ex.controls] == ["eta_Y (log scale, x1.41 a step)", "eta_Z (log scale, x1.41 a step)"]
+    # nearest Figure 3's first pair (0.5, 0.5) on the half-octave grid through the trained rates 0.025 2^k
+    assert [c.labels[c.active] for c in ex.controls] == ["0.5", "0.566"]
     first = ex.states[0]["traces"][0]
     hits = 0
     assert first == 4  # after Figure 3's four grey curves
@@ -191,3 +227,29 @@ def test_freeze_explorable() -> None:
     assert all(np.allclose(z[i], runs[0].train_maps[2, i, : i + 1], atol=6e-4) for i in range(T))
     assert s["data"]["x"][0][1] == "1 w" and s["data"]["x"][1] == [100]
     assert spec["states"][ex.index([0, 2])]["data"]["x"][0][1] == "1 b"
+
+
+def test_the_site_takes_the_html_and_a_notebook_the_plotly_bundle() -> None:
+    """The book's build (myst-nb, html builder) picks ``text/html`` from an explorable's bundle and never Plotly's type
+    (``nb_mime_priority_overrides``); the ``scansnap_plotly`` extension silences only myst-nb's note that it skips
+    that type (a bundle with nothing the site can show still warns: ``mystnb.mime_priority``)."""
+    import importlib.util
+    from pathlib import Path
+
+    import plotly.graph_objects as go
+    import yaml
+    from myst_nb.core.render import get_mime_priority
+
+    root = Path(__file__).resolve().parent.parent
+    config = yaml.safe_load((root / "_config.yml").read_text())["sphinx"]["config"]
+    priority = get_mime_priority("html", config["nb_mime_priority_overrides"])
+    ex = Explorable("explore-test", go.Figure(go.Scatter(y=[0])), (Control("a", "a", ("1", "2")),),
+                    tuple({"traces": [0], "data": {"y": [[k]]}} for k in range(2)))
+    bundle = ex._repr_mimebundle_()
+    assert explore.MIME not in priority and next(m for m in priority if m in bundle) == "text/html"
+    spec = importlib.util.spec_from_file_location("scansnap_plotly", root / "_ext" / "scansnap_plotly.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    sphinx_config = SimpleNamespace(suppress_warnings=["ref.citation"])
+    ext._allow_notebook_types(None, sphinx_config)
+    assert sphinx_config.suppress_warnings == ["ref.citation", "mystnb.unknown_mime_type"]

@@ -141,3 +141,40 @@ def test_written_files_get_the_usual_mode_not_mkstemps_0600(tmp_path) -> None:
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE((tmp_path / "a.txt").stat().st_mode) == 0o666 & ~mask
+
+
+def _labels(axis) -> list[str]:
+    """The tick labels ``axis`` draws (major and minor), in the view."""
+    lo, hi = sorted(axis.get_view_interval())
+    ticks = axis.get_major_ticks() + axis.get_minor_ticks()
+    return [t.label1.get_text() for t in ticks if t.label1.get_text() and lo <= t.get_loc() <= hi]
+
+
+def test_log_axis_at_labels_the_grid_values_only() -> None:
+    """Figure 10's rate axis: one plain label per learning rate, none between (2, 3, 4, 6 x 10^0 collided)."""
+    fig, ax = plt.subplots(figsize=(4, 3))
+    ax.plot([1.25, 8], [1, 0])
+    figures.log_axis(ax, "x", at=(1.25, 2, 3.2, 5, 8))
+    fig.canvas.draw()
+    assert ax.get_xscale() == "log" and _labels(ax.xaxis) == ["1.25", "2", "3.2", "5", "8"]
+
+
+@pytest.mark.parametrize(("lo", "hi", "most"), [(0.15, 1.1, 4), (1e-15, 0.1, 7), (0.3, 4.0, 4)])
+def test_log_axis_never_crowds(lo: float, hi: float, most: int) -> None:
+    """Powers of ten (at most 6 decades apart in steps), and 2 and 5 times them on an axis under 1.5 decades: Figure
+    7's drift panel (0.15 to 1.1) showed 2, 3, 4, 6 x 10^-1 and 10^0 on a short axis."""
+    from scansnap import figure_layout
+
+    fig, ax = plt.subplots(figsize=(3, 2.2), layout="constrained")
+    ax.plot([0, 1], [lo, hi])
+    figures.log_axis(ax, "y")
+    fig.canvas.draw()
+    labels = _labels(ax.yaxis)
+    assert ax.get_yscale() == "log" and 2 <= len(labels) <= most
+    assert not any(f"{k}\\times" in label for label in labels for k in (3, 4, 6, 7, 8, 9))
+    assert figure_layout.problems(fig) == []
+
+
+def test_log_axis_names_a_bad_axis() -> None:
+    with pytest.raises(ValueError, match="^which"):
+        figures.log_axis(plt.subplots()[1], "z")

@@ -15,6 +15,8 @@ chapter 1 and the claims ledger are saved under ``_build/screenshots/``.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import urllib.error
 import urllib.request
@@ -24,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from site_browser import HOST, check_page, serve, site_pages
+from site_browser import _MATHJAX, HOST, check_page, serve, site_pages
 
 from scansnap.claims import CLAIMS
 
@@ -157,6 +159,136 @@ def test_gallery_and_ledger_links_resolve(site_url: str, path: str) -> None:
             problems.append(f"{href}: no element with id {parts.fragment!r}")
     assert checked, f"{path} has no link into the site"
     assert not problems, f"{path}: {len(problems)} of {checked} links broken:\n  " + "\n  ".join(problems)
+
+
+# --- the chapters' verdict tables (issue 25): a table a reader can read, at 1300 and 400 px -------------------
+
+CHAPTER_PAGES = [p for p in PAGES if p.startswith("book/chapters/")]
+VERDICT_WIDTHS = (1300, 400)
+
+_VERDICT_SECTION = """() => {
+  const section = document.querySelector('section#verdicts');
+  const pipes = Array.from(document.querySelectorAll('p')).map(p => p.textContent.trim())
+    .filter(t => t.startsWith('|')).map(t => t.slice(0, 100));
+  if (!section) return {section: false, pipes};
+  const tables = Array.from(section.querySelectorAll('table'));
+  const rows = t => t.querySelectorAll('tbody tr').length;
+  const head = t => t.querySelectorAll('thead tr').length;
+  return {section: true, pipes, tables: tables.map(t => ({rows: rows(t), head: head(t)}))};
+}"""
+
+# Every element of the Verdicts section lies inside the section's box, unless an ancestor (inside the section)
+# scrolls it (overflow-x auto or scroll); an element inside a visually hidden ancestor (1 px, e.g. the cards' table
+# head) is not seen. The section itself must lie inside the page's article.
+_VERDICT_FIT = """() => {
+  const section = document.querySelector('section#verdicts');
+  const box = section.getBoundingClientRect();
+  const article = (section.closest('article') || document.body).getBoundingClientRect();
+  const name = el => el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
+    ? '.' + el.className.trim().split(/\\s+/).join('.') : '') + ' "' + (el.textContent || '').trim().slice(0, 40) + '"';
+  const excused = el => {
+    for (let a = el.parentElement; a && a !== section; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX;
+      if (o === 'auto' || o === 'scroll') return true;
+      const r = a.getBoundingClientRect();
+      if (r.width <= 1 || r.height <= 1) return true;
+    }
+    return false;
+  };
+  const wide = [];
+  for (const el of section.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    if ((r.right > box.right + 1 || r.left < box.left - 1) && !excused(el)) {
+      wide.push(`${name(el)}: ${Math.round(r.left)}..${Math.round(r.right)} px, section ${Math.round(box.left)}..` +
+                `${Math.round(box.right)} px`);
+    }
+  }
+  return {wide, section: [box.left, box.right], article: [article.left, article.right]};
+}"""
+
+
+_SECTION_BOX = """() => {
+  const r = document.querySelector('section#verdicts').getBoundingClientRect();
+  return {x: r.left + window.scrollX, y: r.top + window.scrollY, width: r.width, height: r.height};
+}"""
+
+
+def _recorded_per_page(site: Path) -> dict[str, int]:
+    """Chapter page -> how many verdicts its claims have in the site's ``verdicts/<claim>.json`` (one per claim and
+    kind of evidence; a claim's verdicts are recorded by its chapter)."""
+    counts: dict[str, int] = {}
+    for path in sorted((site / "verdicts").glob("*.json")):
+        data = json.loads(path.read_text(encoding="utf8"))
+        page = next(c.chapter for c in CLAIMS if c.id == data["claim"]) + ".html"
+        counts[page] = counts.get(page, 0) + len(data["verdicts"])
+    return counts
+
+
+@contextlib.contextmanager
+def _chapter(context, url: str, width: int) -> Iterator[object]:
+    """The page at ``url`` in a ``width`` x 1000 window, loaded and its math typeset."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page = context.new_page()
+    page.set_viewport_size({"width": width, "height": 1000})
+    try:
+        page.goto(url, wait_until="load")
+        with contextlib.suppress(PlaywrightTimeout):
+            page.wait_for_load_state("networkidle", timeout=10_000)
+        page.evaluate(_MATHJAX)
+        yield page
+    finally:
+        page.close()
+
+
+def test_every_chapter_is_checked_for_its_verdicts() -> None:
+    assert len(CHAPTER_PAGES) == 9, f"{SITE}: expected the nine chapter pages, found {CHAPTER_PAGES}"
+    assert (SITE / "verdicts").is_dir(), f"{SITE} publishes no verdicts/ (the chapters record them)"
+
+
+@pytest.mark.parametrize("path", CHAPTER_PAGES)
+def test_chapter_verdicts_are_a_table(browser, site_url: str, path: str) -> None:
+    """The chapter's Verdicts section holds one HTML table with a header row and one row per verdict its claims
+    have (the site's ``verdicts/*.json``), and no paragraph of the page starts with ``|`` (a pipe table that
+    CommonMark left as text)."""
+    want = _recorded_per_page(SITE).get(path, 0)
+    assert want, f"{path}: the site records no verdict of this chapter's claims"
+    with _chapter(browser, urljoin(site_url, path), 1300) as page:
+        found = page.evaluate(_VERDICT_SECTION)
+    problems = [f"a paragraph starts with '|': {p!r}" for p in found["pipes"]]
+    if not found["section"]:
+        problems.append("no section#verdicts")
+    elif len(found["tables"]) != 1:
+        problems.append(f"the Verdicts section holds {len(found['tables'])} tables, not 1")
+    else:
+        (table,) = found["tables"]
+        if table["head"] != 1 or table["rows"] != want:
+            problems.append(f"the verdict table has {table['head']} header rows and {table['rows']} rows; "
+                            f"the site records {want} verdicts of this chapter's claims")
+    assert not problems, f"{path}:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("width", VERDICT_WIDTHS)
+@pytest.mark.parametrize("path", CHAPTER_PAGES)
+def test_chapter_verdicts_fit_the_column(browser, site_url: str, path: str, width: int) -> None:
+    """At 1300 and 400 px nothing of the Verdicts section is wider than the section (unless it scrolls in its own
+    box) and the section lies inside the article. Screenshot of the section:
+    ``_build/screenshots/verdicts-<chapter>-<width>.png``."""
+    stem = Path(path).stem
+    with _chapter(browser, urljoin(site_url, path), width) as page:
+        assert page.locator("section#verdicts").count() == 1, f"{path}: no section#verdicts"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        # the whole page, clipped to the section: an element screenshot scrolls, and the theme's sticky header
+        # would then cover part of the section
+        box = page.evaluate(_SECTION_BOX)
+        page.screenshot(path=str(SCREENSHOTS / f"verdicts-{stem}-{width}.png"), full_page=True, clip=box)
+        fit = page.evaluate(_VERDICT_FIT)
+    problems = [f"wider than the section: {w}" for w in fit["wide"][:12]]
+    (left, right), (a_left, a_right) = fit["section"], fit["article"]
+    if left < a_left - 1 or right > a_right + 1:
+        problems.append(f"the section ({left:.0f}..{right:.0f} px) leaves the article ({a_left:.0f}..{a_right:.0f})")
+    assert not problems, f"{path} at {width} px ({len(fit['wide'])} elements too wide):\n  " + "\n  ".join(problems)
 
 
 # --- the Library reference: chapter code cells link to it, and its entries link back -------------------

@@ -6,7 +6,9 @@ Same machinery as ``tests/test_site.py`` (``tests/site_browser.py``: Debian's Ch
 served on 127.0.0.1); marked ``site``, so ``make test`` deselects it and ``make site-test`` runs it. Controls are
 moved the way a reader moves them: a mouse click on a slider's rail or on a menu button; the test reads
 ``gd.data`` (the plot's data) before and after. Screenshots of every explorable at two positions of its controls
-are saved as ``_build/screenshots/explore-fig<N>-a.png`` and ``-b.png``.
+are saved as ``_build/screenshots/explore-fig<N>-a.png`` and ``-b.png``. Each explorable fits the text column at 1300
+px and scrolls inside its own box at 400 px, with no two of its texts overlapping and none cut (issue 25); screenshots
+``explore-fig<N>-1300.png`` and ``-400.png``.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ EXPLORABLES = {
     "explore-fig7": ("book/chapters/08-wikitext.html", (("window", "menu", 1), ("checkpoint", "slider", 0.33))),
 }
 PAGES = site_pages(SITE)
-SCRIPT_TAG = re.compile(r"""<script[^>]*\ssrc=["'][^"']*_static/plotly/plotly\.min\.js["']""")
+# Sphinx adds "?v=<checksum>" to a static file that the output folder already holds (a rebuild)
+SCRIPT_TAG = re.compile(r"""<script[^>]*\ssrc=["'][^"']*_static/plotly/plotly\.min\.js(\?v=\w+)?["']""")
 
 _READY = """async (id) => {
   const deadline = Date.now() + 20000;
@@ -79,6 +82,38 @@ _CONTROL_BOX = """([id, kind, k, where]) => {
   const all = group.querySelectorAll('.updatemenu-button');
   const r = all[(where + all.length) % all.length].getBoundingClientRect();
   return {x: r.x + r.width / 2, y: r.y + r.height / 2};
+}"""
+
+
+# Every visible text of a plot as its turned box on the screen (getBBox's corners through getScreenCTM: tick labels
+# turned by 60 degrees are judged by their own box), and what overlaps (separating axes, by more than 1 px) or leaves
+# the plot; the explorable's box and the text column's widths.
+_LAYOUT = """(id) => {
+  const gd = document.getElementById(id), plot = gd.getBoundingClientRect();
+  const shown = Array.from(gd.querySelectorAll('svg text')).filter(t => t.textContent.trim()
+    && t.getClientRects().length && getComputedStyle(t).visibility !== 'hidden' && +getComputedStyle(t).opacity > 0);
+  const boxes = shown.map(t => { const b = t.getBBox(), m = t.getScreenCTM();
+    const corners = [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]];
+    return {text: t.textContent.trim().slice(0, 50),
+            p: corners.map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f])}; })
+    .filter(q => q.p[0][0] !== q.p[2][0] && q.p[0][1] !== q.p[2][1]);
+  const depth = (a, b) => { let d = Infinity;
+    for (const q of [a, b]) for (const j of [1, 3]) {
+      const ex = q[j][0] - q[0][0], ey = q[j][1] - q[0][1], n = Math.hypot(ex, ey), nx = ex / n, ny = ey / n;
+      const pa = a.map(p => p[0] * nx + p[1] * ny), pb = b.map(p => p[0] * nx + p[1] * ny);
+      d = Math.min(d, Math.min(Math.max(...pa), Math.max(...pb)) - Math.max(Math.min(...pa), Math.min(...pb))); }
+    return d; };
+  const problems = [];
+  for (const q of boxes) { const xs = q.p.map(p => p[0]), ys = q.p.map(p => p[1]);
+    if (Math.min(...xs) < plot.left - 1 || Math.max(...xs) > plot.right + 1 || Math.min(...ys) < plot.top - 1
+        || Math.max(...ys) > plot.bottom + 1) problems.push(`cut: ${q.text}`); }
+  for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+    const d = depth(boxes[i].p, boxes[j].p);
+    if (d > 1) problems.push(`overlap: ${boxes[i].text} | ${boxes[j].text} (${Math.round(d)} px)`); }
+  const box = gd.closest('.scansnap-explorable'), column = gd.closest('section');
+  return {texts: boxes.length, problems: problems, plot: Math.round(plot.width),
+          overflow: box && getComputedStyle(box).overflowX, box: box && [box.clientWidth, box.scrollWidth],
+          column: [column.clientWidth, column.scrollWidth], top: plot.top + window.scrollY};
 }"""
 
 
@@ -199,5 +234,35 @@ def test_controls_change_the_plotted_data(browser, site_url: str, anchor: str) -
                                     ".y.length", f"{anchor}-plot")
             assert trained > 10
         assert not errors, f"{anchor}: console or page errors: {errors}"
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("width", [1300, 400])
+@pytest.mark.parametrize("anchor", list(EXPLORABLES))
+def test_explorable_fits_its_column_and_nothing_is_cut(browser, site_url: str, anchor: str, width: int) -> None:
+    """At 1300 px the explorable is as wide as the text column (it was 957 px in the 704-px column, the theme's
+    full-width cell reaching past the page); at 400 px it keeps its least width and scrolls inside its own box,
+    the column itself never wider than the window; at both, no two texts of the figure overlap and none is cut."""
+    page = browser.new_page()
+    page.set_viewport_size({"width": width, "height": 1000})
+    try:
+        page.goto(urljoin(site_url, f"{EXPLORABLES[anchor][0]}#{anchor}"), wait_until="load")
+        assert page.evaluate(_READY, f"{anchor}-plot"), f"{anchor}: the figure did not render (no Plotly?)"
+        page.evaluate("(id) => document.getElementById(id).scrollIntoView()", f"{anchor}-plot")
+        page.wait_for_timeout(300)
+        got = page.evaluate(_LAYOUT, f"{anchor}-plot")
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)  # the window's width, from the figure's top
+        page.screenshot(path=str(SCREENSHOTS / f"{anchor}-{width}.png"), full_page=True,
+                        clip={"x": 0, "y": got["top"], "width": width, "height": 1000})
+        col_w, col_scroll = got["column"]
+        assert col_scroll <= col_w, f"{anchor} at {width} px: the column holds {col_scroll} px in {col_w} px"
+        if width == 1300:
+            assert got["plot"] == col_w, f"{anchor}: {got['plot']} px wide in a {col_w}-px column"
+        assert got["box"] is not None and got["overflow"] == "auto", f"{anchor}: not in a box that scrolls sideways"
+        box_w, box_scroll = got["box"]
+        assert box_w == col_w and (box_scroll > box_w) == (width == 400), \
+            f"{anchor} at {width} px: box {box_w} px holding {box_scroll} px (scrolls only below its least width)"
+        assert got["texts"] > 10 and not got["problems"], f"{anchor} at {width} px:\n  " + "\n  ".join(got["problems"])
     finally:
         page.close()

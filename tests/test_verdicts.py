@@ -261,23 +261,3 @@ def test_worst_orders_inconclusive_between_partly_and_not_reproduced() -> None:
 
 def test_evidence_kinds() -> None:
     assert set(TRAINING_KINDS) < set(EVIDENCE)
-
-
-def test_the_undecided_paragraph_names_the_reason_and_the_run_that_would_decide() -> None:
-    """book.undecided: a reduced-protocol verdict names its cuts once and the command for its own figure; a
-    verdict whose control passes names the control's level."""
-    from scansnap import book
-
-    rule = next(r for r in RULES if r.claim == "C40")
-    failing = rule.judge(_measures(rule, 0), Gated.preset("smoke"), control=_measures(rule, 0),
-                         link="book/chapters/08-wikitext.html#fig-paper-7")
-    text = book.undecided([failing])
-    assert text.count("steps 10 (paper profile: 100)") == 1
-    assert "`python -m scansnap reproduce fig-paper-7 --profile paper --store`" in text
-    assert "the paper's protocol" in text
-    both = rule.judge(_measures(rule), Full(), control=_measures(rule))
-    assert "the control passes too" in book.undecided([both]) and "(verified on the same rule)" in book.undecided(
-        [both])
-    assert book.undecided([rule.judge(_measures(rule), Full(), control=_measures(rule, 0))]) == ""
-    tiny = book.undecided([rule.judge(_measures(rule), Full(), control=_measures(rule, 0), too_small="ln chi 0.02")])
-    assert "effect too small to judge: ln chi 0.02" in tiny and "happens at a visible size" in tiny

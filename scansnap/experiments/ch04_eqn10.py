@@ -258,7 +258,7 @@ def eqn10_table(r: Eqn10Result) -> dict[str, np.ndarray]:
 
 def plot_eqn10(r: Eqn10Result) -> Figure:
     figures.set_style()
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.4))
+    fig, axes = plt.subplots(1, 3, figsize=(11, 4.2), layout="constrained")
     steps, judged = r.config.checkpoints, r.config.judged()
     for i, name in enumerate(r.config.families):
         inside = name in judged
@@ -271,9 +271,8 @@ def plot_eqn10(r: Eqn10Result) -> Figure:
     axes[1].axhline(1, color="0.5", lw=0.6)
     axes[1].set(xscale="log", yscale="log", xlabel="step", ylabel="exact / Eqn 10", title="magnitude (projection)")
     axes[2].set(xscale="log", yscale="log", xlabel="step", ylabel="relative error",
-                title="Eqn 10 with the measured $g_n$ coefficients")
-    axes[0].legend(fontsize="small")
-    fig.tight_layout()
+                title="Eqn 10 with the measured\n$g_n$ coefficients")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, fontsize="small")
     return fig
 
 

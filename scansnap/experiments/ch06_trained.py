@@ -354,7 +354,7 @@ def plot_trained(r: TrainedResult) -> Figure:
         ax[1, 1].plot(pop.t[1:-1], pop.freeze[1:, j], color=f"C{k}")
         ax[1, 1].plot(smp.t[1:-1], smp.freeze[1:, j], color=f"C{k}", lw=0.6, alpha=0.6)
     ax[0, 0].set(xscale="log", yscale="log", xlabel="step t", ylabel="B_n", ylim=(1e-6, None),
-                 title=f"eta_Z = {pop.eta_Z[row[0]]:g}: trained, Eqn 14 (--), exact Eqn 10 (:)")
+                 title=f"eta_Z = {pop.eta_Z[row[0]]:g}: trained,\nEqn 14 (--), exact Eqn 10 (:)")
     ax[0, 0].legend(fontsize="x-small")
     t0 = c.K * np.log(r.M) / pop.eta_Y
     for cv, pred, style in ((pop, r.B_eqn14, "-"), (smp, r.B_eqn14_sampled[:, : c.n**2], "--")):

@@ -124,7 +124,7 @@ def plot_fine_grid(result: FineGridResult) -> Figure:
         ax.grid(False)
     handles, labels = axes[0, 0].get_legend_handles_labels()
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize="small", facecolor="0.85")
+    fig.legend(handles, labels, loc="lower center", ncol=min(2, len(c.num_query)), fontsize="small", facecolor="0.85")
     return fig
 
 

@@ -173,8 +173,9 @@ def plot_rates(r: RatesResult) -> Figure:
                     label=f"rate {lr:g}" if j == 0 else None)
     if keep.any():
         ax.plot(np.asarray(c.lrs)[keep], ent[keep].mean(1), color="0.3", lw=1, zorder=0)
-    ax.set(xscale="log", xlabel="learning rate (SGD, constant)", ylabel="held-out attention entropy (nats)",
+    ax.set(xlabel="learning rate (SGD, constant)", ylabel="held-out attention entropy (nats)",
            title=f"{c.layers} layer{'s' if c.layers > 1 else ''}: where each run stopped")
+    figures.log_axis(ax, "x", at=c.lrs)  # one labelled tick per rate of the grid
     bx.set(xlabel="step", ylabel="held-out loss", title="held-out loss of every run")
     bx.legend(fontsize="small")
     fig.tight_layout()

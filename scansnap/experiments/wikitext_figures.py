@@ -94,11 +94,11 @@ def plot_freeze(runs: Sequence[Trajectory], shown: Sequence[int]) -> Figure:
     diagonal and on ``<unk>``."""
     figures.set_style()
     shown = list(shown)
-    fig = plt.figure(figsize=(2.6 * max(len(shown), 4), 2.5 * 2 + 3.0))
-    grid = fig.add_gridspec(3, 1, height_ratios=[1, 1, 1.15], hspace=0.45)
+    fig = plt.figure(figsize=(2.6 * max(len(shown), 4), 2.5 * 2 + 3.4), layout="constrained")
+    grid = fig.add_gridspec(3, 1, height_ratios=[1, 1, 1.35])
     first = runs[0]
     for row, (maps, label) in enumerate(((first.probe_maps, "held-out window"), (first.train_maps, "training window"))):
-        sub = grid[row].subgridspec(1, len(shown), wspace=0.08)
+        sub = grid[row].subgridspec(1, len(shown))
         for col, step in enumerate(shown):
             ax = fig.add_subplot(sub[col])
             ax.imshow(maps[int(np.flatnonzero(first.steps == step)[0])], cmap="magma", vmin=0, vmax=1)
@@ -108,7 +108,7 @@ def plot_freeze(runs: Sequence[Trajectory], shown: Sequence[int]) -> Figure:
                 ax.set_title(f"step {step}")
             if col == 0:
                 ax.set_ylabel(label, fontsize="small")
-    bottom = grid[2].subgridspec(1, 4, wspace=0.5)
+    bottom = grid[2].subgridspec(1, 4)
     axes = [fig.add_subplot(bottom[i]) for i in range(4)]
     for k, tr in enumerate(runs):
         color = f"C{k}"
@@ -118,11 +118,11 @@ def plot_freeze(runs: Sequence[Trajectory], shown: Sequence[int]) -> Figure:
         axes[3].plot(tr.steps, tr.diagonal, color=color)
         axes[3].plot(tr.steps, tr.unk, ls=":", color=color)
     axes[1].axhline(1.0, color="grey", lw=0.8, ls="--")
-    axes[0].set(xlabel="SGD step", ylabel="nats", title="held-out attention entropy")
-    axes[1].set(xlabel="SGD step", ylabel="drift / random-walk floor", yscale="log",
-                title=f"drift over {first.window} steps")
+    axes[0].set(xlabel="SGD step", ylabel="nats", title="held-out attention\nentropy")
+    axes[1].set(xlabel="SGD step", ylabel="drift / random-walk\nfloor", title=f"drift over {first.window}\nsteps")
+    figures.log_axis(axes[1], "y")
     axes[2].set(xlabel="SGD step", ylabel="cross-entropy", title="held-out loss")
-    axes[3].set(xlabel="SGD step", ylabel="attention", title="on diagonal (solid), <unk> (dotted)")
+    axes[3].set(xlabel="SGD step", ylabel="attention", title="on diagonal (solid),\n<unk> (dotted)")
     axes[0].legend(fontsize="x-small")
     return fig
 
@@ -162,17 +162,17 @@ def plot_tokens(t: TokenStudy) -> Figure:
     rho."""
     figures.set_style()
     rho = token_correlations(t)
-    fig, axes = plt.subplots(1, 3, figsize=(11, 3.5), sharex=True)
+    fig, axes = plt.subplots(1, 3, figsize=(11, 3.7), sharex=True, layout="constrained")
     for ax, stage, key, received in zip(axes, STAGES, ("init", "pe", "nope"), t.received, strict=True):
         ax.scatter(t.next_entropy, received, s=4, alpha=0.4, c=np.log10(t.frequency), cmap="viridis")
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         if np.isfinite(t.unk_next_entropy) and np.isfinite(t.unk_received).all():
             ax.scatter([t.unk_next_entropy], [t.unk_received[STAGES.index(stage)]], marker="*", s=80, color="C3",
                        label="<unk> (not in rho)")
-        ax.set(yscale="log", xlabel="next-token entropy in the window (nats)",
-               title=f"{stage}: rho = {rho[f'rho_entropy_{key}']:.2f}")
+        ax.set_title(f"{stage}: rho = {rho[f'rho_entropy_{key}']:.2f}")
+        figures.log_axis(ax, "y")
     axes[0].set_ylabel("attention received / uniform")
+    fig.supxlabel("next-token entropy in the window (nats)", fontsize="medium")
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize="x-small")
-    fig.tight_layout()
     return fig
