@@ -117,7 +117,7 @@ test: venv
 # `playwright install`). Screenshots go to _build/screenshots/.
 site-test: venv
 	@test -f $(HTML)/index.html || { echo "no built site at $(HTML): run make book first" >&2; exit 1; }
-	SCANSNAP_SITE=$(abspath $(HTML)) $(BIN)/python -m pytest -q -m site tests/test_site.py tests/test_site_checker.py \
+	SCANSNAP_SITE=$(abspath $(HTML)) $(BIN)/python -m pytest -q -n 2 -m site tests/test_site.py tests/test_site_checker.py \
 	  tests/test_site_ledger.py tests/test_site_explore.py tests/test_site_layout.py
 
 lint: venv
