@@ -91,7 +91,7 @@ def test_each_level_is_a_chip_of_its_class_linking_to_the_ledger_row(level: str)
 
 def test_the_chips_take_the_ledgers_colours() -> None:
     for slug, rule in LEVEL_COLOURS.items():
-        assert f"#ledger .v-{slug} {{ {rule} }}" in LEDGER_STYLE
+        assert f".lp-root .v-{slug} {{ {rule} }}" in LEDGER_STYLE
         assert f".sv-verdicts .v-{slug} {{ {rule} }}" in STYLE
 
 
