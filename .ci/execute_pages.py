@@ -28,30 +28,16 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "_ext"))
+sys.path[:0] = [str(ROOT / "_ext"), str(ROOT / ".ci")]
 
+from check_build import toc_files  # noqa: E402
 from scansnap_book import page_hash, stamped  # noqa: E402
 
 
 def toc_pages(root: Path = ROOT) -> list[Path]:
-    """Every page file of ``_toc.yml`` (root first), as paths of existing ``.md`` files."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    found: list[str] = []
-
-    def walk(node: object) -> None:
-        if isinstance(node, dict):
-            if "file" in node:
-                found.append(node["file"])
-            if "root" in node:
-                found.append(node["root"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    paths = [root / (f if f.endswith(".md") else f + ".md") for f in dict.fromkeys(found)]
+    """Every page file of ``_toc.yml`` (root first; :func:`check_build.toc_files`), as paths of existing ``.md``
+    files."""
+    paths = [root / f"{f}.md" for f in dict.fromkeys(toc_files(yaml.safe_load((root / "_toc.yml").read_text())))]
     return [p for p in paths if p.is_file()]
 
 

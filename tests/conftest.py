@@ -80,3 +80,14 @@ def browser():
 
     with chromium() as context:
         yield context
+
+
+@pytest.fixture(scope="session")
+def site_url():
+    """The built site (``site_browser.SITE``) served on 127.0.0.1 for the whole session (site tests only)."""
+    from site_browser import SITE, serve
+
+    if not (SITE / "index.html").is_file():
+        pytest.fail(f"no built site at {SITE} (index.html missing): run `make book` first, or set SCANSNAP_SITE")
+    with serve(SITE) as base:
+        yield base

@@ -36,6 +36,11 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TIMEOUT_MS = 30_000
+SITE = Path(os.environ.get("SCANSNAP_SITE", "_build/html"))
+SITE = SITE if SITE.is_absolute() else Path(__file__).resolve().parent.parent / SITE
+"""The built site the site tests open: ``$SCANSNAP_SITE``, else ``_build/html`` of this checkout."""
+
+
 def site_pages(site: Path) -> list[str]:
     """Every HTML page of the built site, site-relative, sorted.
 

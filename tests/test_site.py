@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -26,15 +25,13 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from site_browser import _MATHJAX, HOST, check_page, serve, site_pages
+from site_browser import _MATHJAX, HOST, SITE, check_page, site_pages
 
 from scansnap.claims import CLAIMS
 
 pytestmark = pytest.mark.site
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE = Path(os.environ.get("SCANSNAP_SITE", "_build/html"))
-SITE = SITE if SITE.is_absolute() else ROOT / SITE
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 # Pages that get a screenshot (site-relative path -> file name under _build/screenshots/).
 SCREENSHOT_PAGES = {
@@ -49,14 +46,6 @@ GALLERY = "book/figures.html"
 # --- the built site ------------------------------------------------------------------------------
 
 PAGES = site_pages(SITE)
-
-
-@pytest.fixture(scope="session")
-def site_url() -> Iterator[str]:
-    if not (SITE / "index.html").is_file():
-        pytest.fail(f"no built site at {SITE} (index.html missing): run `make book` first, or set SCANSNAP_SITE")
-    with serve(SITE) as base:
-        yield base
 
 
 def test_site_is_built() -> None:

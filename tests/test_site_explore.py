@@ -14,20 +14,16 @@ px and scrolls inside its own box at 400 px, with no two of its texts overlappin
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
-from site_browser import check_page, serve, site_pages
+from site_browser import SITE, check_page, site_pages
 
 pytestmark = pytest.mark.site
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE = Path(os.environ.get("SCANSNAP_SITE", "_build/html"))
-SITE = SITE if SITE.is_absolute() else ROOT / SITE
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PLOTLY = "_static/plotly/plotly.min.js"
 # anchor -> (page, the controls moved in turn: (name, kind, where to: a slider's step as a fraction of its steps, a
@@ -115,14 +111,6 @@ _LAYOUT = """(id) => {
           overflow: box && getComputedStyle(box).overflowX, box: box && [box.clientWidth, box.scrollWidth],
           column: [column.clientWidth, column.scrollWidth], top: plot.top + window.scrollY};
 }"""
-
-
-@pytest.fixture(scope="module")
-def site_url() -> Iterator[str]:
-    if not (SITE / "index.html").is_file():
-        pytest.fail(f"no built site at {SITE} (index.html missing): run `make book` first, or set SCANSNAP_SITE")
-    with serve(SITE) as base:
-        yield base
 
 
 def _order(anchor: str, kind: str, name: str, page) -> int:

@@ -31,13 +31,11 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
-from site_browser import serve, site_pages
+from site_browser import SITE, site_pages
 
 pytestmark = pytest.mark.site
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE = Path(os.environ.get("SCANSNAP_SITE", "_build/html"))
-SITE = SITE if SITE.is_absolute() else ROOT / SITE
 SCREENSHOTS = ROOT / "_build" / "screenshots"
 PAGES = site_pages(SITE)
 WIDTHS = (1300, 400)
@@ -45,14 +43,6 @@ LEDGER, INTRO, THEOREM4 = "book/claims.html", "book/intro.html", "book/chapters/
 # The explorable figures' width is checked by tests/test_site_explore.py (another part of issue 25); their
 # containers are left out here so that the two checks do not report the same box twice.
 EXCLUDE = ".scansnap-explore, .scansnap-explorable, [data-explorable]"
-
-
-@pytest.fixture(scope="module")
-def site_url() -> Iterator[str]:
-    if not (SITE / "index.html").is_file():
-        pytest.fail(f"no built site at {SITE} (index.html missing): run `make book` first, or set SCANSNAP_SITE")
-    with serve(SITE) as base:
-        yield base
 
 
 @contextlib.contextmanager
