@@ -25,6 +25,7 @@ from scansnap._io import artifacts_dir, atomic_write, dump_json
 from scansnap.verdicts import EVIDENCE, LEVELS, THEORY_KINDS, TRAINING_KINDS, Verdict, worst
 
 __all__ = [
+    "CENTRAL",
     "CLAIMS",
     "NOT_CHECKED",
     "VERDICTS",
@@ -48,7 +49,8 @@ class Claim:
     """One checkable claim.
 
     Attributes:
-        id: ``"C1"`` .. ``"C43"`` (the paper's claims, as this book numbers them) or ``"X1"``, ... (this book's own).
+        id: ``"C1"`` .. ``"C43"`` (the paper's claims, as this book numbers them), ``"P1"``, ... (the paper's
+            central claims, :data:`CENTRAL`) or ``"X1"``, ... (this book's own).
         kind: ``"theory"`` (a statement about the model's mathematics) or ``"experiment"`` (about what
             training does: only training or real-data evidence can decide it).
         statement: the claim in one sentence (MyST markdown; math between ``$``).
@@ -166,8 +168,10 @@ CLAIMS: tuple[Claim, ...] = (
           r"(Figure 6).", "Sec. 8, Fig. 6", _CH[7]),
     Claim("C39", _E, r"On Syn-Medium, at fixed $\eta_Z$, the entropy rises with $\eta_Y$ beyond a threshold ratio "
           r"(Figure 6).", "Sec. 8, Fig. 6", _CH[7]),
-    Claim("C40", _E, r"On WikiText-2 the first-layer attention freezes and becomes sparse at constant learning "
-          r"rate (Figure 7).", "Sec. 8, Fig. 7", _CH[8]),
+    Claim("C40a", _E, r"On WikiText-2 the first-layer attention becomes sparse at a constant learning rate "
+          r"(Figure 7).", "Sec. 8, Fig. 7 (first half of C40)", _CH[8]),
+    Claim("C40b", _E, r"On WikiText-2 the first-layer attention freezes at a constant learning rate: its maps "
+          r"stop changing late in training (Figure 7).", "Sec. 8, Fig. 7 (second half of C40)", _CH[8]),
     Claim("C41", _E, r"On WikiText the validation attention entropy decreases with a larger learning rate "
           r"(Figure 10).", "App. G, Fig. 10", _CH[8]),
     Claim("C42", _E, r"Recall-threshold curves show sparser attention for smaller $\eta_Y$ or larger $\eta_Z$, "
@@ -204,6 +208,19 @@ CLAIMS: tuple[Claim, ...] = (
           r"substantial mass on the common tokens and spreads over many distinct tokens.",
           "Sec. 8, Fig. 4, tested in Chapter 5", _CH[5], origin="book"),
 )
+CENTRAL: tuple[Claim, ...] = (
+    Claim("P1", _E, r"The scan and snap dynamics are seen in training on synthetic data: the attention first scans "
+          r"(the distinct tokens' growth factor rises, common tokens lose attention), then snaps (it changes ever "
+          r"more slowly and appears frozen, short of a stationary point).", "Abstract; Sec. 1; Sec. 8", _CH[6]),
+    Claim("P2", _E, r"The scan and snap dynamics are seen in training on real data (WikiText-2): the first-layer "
+          r"attention becomes sparse, then appears frozen.", "Abstract; Sec. 1; Sec. 8, Fig. 7", _CH[8]),
+    Claim("P3", _E, r"The attention does not collapse to one-hot: training leaves an (almost) fixed combination of "
+          r"several tokens.", "Sec. 1; Sec. 6", _CH[8]),
+)
+"""The paper's central claims (its abstract and introduction), each decided on training and real data like a claim
+of Sec. 8: what a reader of the abstract cites."""
+
+CLAIMS = (*CLAIMS, *CENTRAL)
 _BY_ID = {c.id: c for c in CLAIMS}
 if len(_BY_ID) != len(CLAIMS):
     raise RuntimeError("scansnap.claims: claim ids must be unique")

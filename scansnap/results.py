@@ -60,8 +60,14 @@ class Config:
         return jsonable(dataclasses.asdict(self))
 
     GATED: ClassVar[tuple[str, ...]] = ()
-    """The fields on which the paper's protocol (the ``paper`` preset) is the minimum for a negative verdict:
-    a run below it on any of them is a reduced protocol (:meth:`~scansnap.results.Config.shortfall`)."""
+    """The fields on which a run below the paper's protocol (the ``paper`` preset) is a reduced protocol: its
+    verdicts are labelled with the cut in both directions (:meth:`cuts`); a rule that names the field in its
+    ``depends_on`` makes such a verdict inconclusive (:meth:`scansnap.verdicts.Rule.judge`)."""
+
+    NOT_GATED: ClassVar[dict[str, str]] = {}
+    """Fields whose ``book`` and ``paper`` presets differ but that no rule of this configuration depends on, each
+    with why (e.g. a sweep's resolution that only draws a figure). Every field where the two presets differ is in
+    :attr:`GATED` or here (``tests/test_results.py`` checks)."""
 
     def protocol(self) -> str:
         """How a run with this configuration is made, in words: the one text verdicts, captions' provenance
@@ -69,22 +75,27 @@ class Config:
         return "; ".join(f"{k} = {v}" for k, v in self.to_dict().items())
 
     def shortfall(self) -> tuple[str, ...]:
+        """The phrases of :meth:`cuts` (empty: at or above the paper's protocol)."""
+        return tuple(phrase for _, phrase in self.cuts())
+
+    def cuts(self) -> tuple[tuple[str, str], ...]:
         """What this configuration cuts from the ``paper`` preset (the paper's protocol; for a claim of the book,
-        its full protocol), one phrase per :attr:`GATED` field (empty: at or above it). A number below the
-        preset's, fewer items than its tuple, or a limit where it has none (``None``) is a cut."""
+        its full protocol), one ``(field, phrase)`` per :attr:`GATED` field below it (empty: at or above it). A
+        number below the preset's, fewer items than its tuple, or a limit where it has none (``None``) is a cut."""
         paper = self.preset("paper")
-        cuts = []
+        cuts: list[tuple[str, str]] = []
         for name in self.GATED:
             mine, ref = getattr(self, name), getattr(paper, name)
             if ref is None:
                 cut = mine is not None
-                cuts += [f"{name} {mine} (paper profile: no limit)"] if cut else []
+                phrase = f"{name} {mine} (paper profile: no limit)"
             elif isinstance(ref, tuple | list):
-                cuts += [f"{name}: {len(mine)} (paper profile: {len(ref)})"] if len(mine) < len(ref) else []
+                cut, phrase = len(mine) < len(ref), f"{name}: {len(mine)} (paper profile: {len(ref)})"
             elif isinstance(ref, bool | str):
-                cuts += [f"{name} {mine} (paper profile: {ref})"] if mine != ref else []
-            elif mine is None or mine < ref:
-                cuts.append(f"{name} {mine} (paper profile: {ref})")
+                cut, phrase = mine != ref, f"{name} {mine} (paper profile: {ref})"
+            else:
+                cut, phrase = mine is None or mine < ref, f"{name} {mine} (paper profile: {ref})"
+            cuts += [(name, phrase)] if cut else []
         return tuple(cuts)
 
 

@@ -18,9 +18,14 @@ How a verdict is made (:meth:`Rule.judge`):
    taken in the same run on a null that cannot carry the claimed effect (by default the model at step 0,
    before any update; a rule may name another null). When the control reaches the same level, the verdict
    is **inconclusive**: the rule would have passed without the effect;
-3. **protocol gate**: a run below the paper's protocol (:meth:`scansnap.results.Config.shortfall`) can
-   verify or partly verify (the verdict is labelled "reduced protocol: ..."), but where the rule fails the
-   verdict is **inconclusive (reduced protocol)**, never "not reproduced".
+3. **protocol labels, both ways**: a verdict from a run below the paper's protocol
+   (:meth:`scansnap.results.Config.cuts`) carries its cuts whatever its direction: "verified (reduced protocol:
+   ...)" and "not reproduced (reduced protocol: ...)" alike. A cut makes the verdict **inconclusive** only where the
+   rule names it, before the run, in :attr:`Rule.depends_on` (a field the claim's mechanism depends on, with the
+   reason): then a pass on that run is inconclusive too. A gate that lets a cut run confirm but never refute
+   biases the ledger toward the paper;
+4. **no control by construction**: a control whose criteria are all nan, infinite, or 0 where 0 fails them
+   measured nothing (the effect is absent there by definition, not by measurement): :meth:`Rule.judge` refuses it.
 
 Rules live next to the experiment whose result they judge (``scansnap.experiments.chNN_*``, each module's
 ``RULES``; :func:`scansnap.experiments.all_rules` collects them); ``tests/test_verdicts.py`` makes every rule
@@ -58,8 +63,8 @@ __all__ = [
 INCONCLUSIVE = "inconclusive"
 LEVELS = ("verified", "partly verified", INCONCLUSIVE, "not reproduced")
 """The verdicts, in the ledger's order of display (an unrecorded claim reads "not yet checked").
-"inconclusive" is neither a pass nor a fail: the control passed too, or a run below the paper's protocol
-missed its thresholds."""
+"inconclusive" is neither a pass nor a fail: the control passed too, the run cut a part of the paper's protocol
+the claim depends on, or the effect was too small to judge."""
 
 _RULE_LEVELS = ("verified", "partly verified", "not reproduced")  # what the criteria alone can give
 
@@ -246,6 +251,10 @@ class Rule:
             :data:`CONTROL_STEP0`).
         premise: for training evidence on a theory claim, the premise of the theorem a miss points to.
         note: what the rule does not cover, or why these thresholds (shown with the rule).
+        depends_on: (training and real data) the configuration fields the claim's mechanism depends on, each with
+            why (e.g. ``{"steps": "the snap needs t >> t0 ~ 1000 steps"}``): a run that cuts one of them from the
+            paper's protocol gives an inconclusive verdict whatever the criteria give. Every other cut only labels
+            the verdict. Each key must be a gated field of the run's configuration.
     """
 
     claim: str
@@ -256,6 +265,7 @@ class Rule:
     control: str = ""
     premise: str = ""
     note: str = ""
+    depends_on: dict[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         check_choice("evidence", self.evidence, tuple(EVIDENCE))
@@ -279,6 +289,11 @@ class Rule:
                 object.__setattr__(self, "control", CONTROL_STEP0)
         elif self.control:
             raise ValueError(f"control: {who} is on {self.evidence} evidence, which has no control")
+        if self.depends_on and self.evidence not in TRAINING_KINDS:
+            raise ValueError(f"depends_on: {who} is on {self.evidence} evidence, which has no protocol cuts")
+        blank = [k for k, why in self.depends_on.items() if not str(why).strip()]
+        if blank:
+            raise ValueError(f"depends_on: {who} must say why the claim depends on {blank}")
 
     @property
     def key(self) -> str:
@@ -295,6 +310,9 @@ class Rule:
             text += f". Control: {self.control} (inconclusive when the control reaches the same level)"
         if self.premise:
             text += f". Premise a miss points to: {self.premise}"
+        if self.depends_on:
+            text += (". Inconclusive in both directions on a run that cuts "
+                     + "; ".join(f"{k} ({why})" for k, why in self.depends_on.items()))
         return text + (f". {self.note}" if self.note else "")
 
     def spec(self) -> dict[str, Any]:
@@ -302,7 +320,8 @@ class Rule:
         return {"claim": self.claim, "evidence": self.evidence,
                 "measures": f"{self.measures.__module__}.{self.measures.__qualname__}",
                 "criteria": [asdict(c) for c in self.criteria], "alternative": self.alternative,
-                "control": self.control, "premise": self.premise, "note": self.note}
+                "control": self.control, "premise": self.premise, "note": self.note,
+                **({"depends_on": dict(self.depends_on)} if self.depends_on else {})}
 
     def fingerprint(self) -> str:
         """A short hash of :meth:`spec` (changes whenever a threshold, criterion or word of the rule does)."""
@@ -329,6 +348,21 @@ class Rule:
             return _RULE_LEVELS[2]
         return _RULE_LEVELS[0] if all(s == 2 for _, s in scores) else _RULE_LEVELS[1]
 
+    def _check_control(self, control: object) -> None:
+        """Refuse a control that measured nothing: every criterion nan, infinite, or 0 where 0 fails it (an effect
+        absent by construction, not by measurement)."""
+        values = self.numbers(control)
+
+        def empty(c: Criterion) -> bool:
+            v = values[c.name]
+            return not math.isfinite(v) or (v == 0 and c.score(v) == 0)
+
+        if all(empty(c) for c in self.criteria):
+            raise ValueError(f"control: the control of {self.claim} ({self.evidence}) is 0, nan or infinite on every "
+                             f"criterion ({_numbers_text({c.name: values[c.name] for c in self.criteria})}): it "
+                             f"measures an effect that is absent by construction, so it could never pass. Judge the "
+                             f"rule on a null that is measured and would reach the threshold without the effect")
+
     def judge(self, measures: object, config: Any, *, control: object = None, scope: str = "",
               details: str = "", link: str = "", too_small: str = "") -> Verdict:
         """The :class:`Verdict` for ``measures`` measured under ``config``.
@@ -336,7 +370,7 @@ class Rule:
         Args:
             measures: an instance of :attr:`measures`.
             config: the run's configuration (:class:`scansnap.results.Config`): its ``protocol()`` is the
-                verdict's protocol, its ``shortfall()`` the protocol gate (training and real data only).
+                verdict's protocol, its ``cuts()`` the protocol labels (training and real data only).
             control: the same measures on the rule's control (required for training and real data).
             scope: which part of the run, appended to the protocol (e.g. ``"plain SGD, Eqn 7"``).
             details: further measured context, formatted from the run.
@@ -356,12 +390,20 @@ class Rule:
                 raise ValueError(f"control: the rule for {self.claim} ({self.evidence}) must also be judged on "
                                  f"its control: {self.control}")
             control_level = self.level(control)
-            reduced = tuple(config.shortfall())
+            self._check_control(control)
+            cuts = tuple(config.cuts())
+            reduced = tuple(phrase for _, phrase in cuts)
+            unknown = sorted(set(self.depends_on) - set(getattr(config, "GATED", ())))
+            if unknown:
+                raise ValueError(f"depends_on: the rule for {self.claim} names {unknown}, not gated fields of "
+                                 f"{type(config).__name__} ({', '.join(getattr(config, 'GATED', ())) or 'none'})")
+            needed = [f"{phrase}, which the claim depends on: {self.depends_on[name]}"
+                      for name, phrase in cuts if name in self.depends_on]
             reason = ""
             if level != _RULE_LEVELS[2] and _RULE_LEVELS.index(control_level) <= _RULE_LEVELS.index(level):
                 level, reason = INCONCLUSIVE, "the control passes too"
-            elif level == _RULE_LEVELS[2] and reduced:
-                level, reason = INCONCLUSIVE, "reduced protocol: " + "; ".join(reduced)
+            if needed:
+                level, reason = INCONCLUSIVE, "reduced protocol: " + "; ".join(needed)
             if too_small.strip():
                 level, reason = INCONCLUSIVE, "effect too small to judge: " + too_small.strip()
             extra = dict(control=self.numbers(control), control_level=control_level, reduced=reduced,

@@ -35,10 +35,13 @@ def test_ids_are_explicit_unique_and_cover_the_notes_ledger() -> None:
     ids = [c.id for c in claims.CLAIMS]
     assert len(ids) == len(set(ids))
     # the notes' C33 holds two statements: split into C33a (decoupling) and C33b (local fates)
-    expected = [f"C{i}" for i in range(1, 44) if i != 33]
+    # C40 (Figure 7) likewise: C40a (becomes sparse) and C40b (freezes), judged apart (issue 26)
+    expected = [f"C{i}" for i in range(1, 44) if i not in (33, 40)]
     expected[32:32] = ["C33a", "C33b"]
+    expected[40:40] = ["C40a", "C40b"]
     assert [i for i in ids if i.startswith("C")] == expected
-    assert all(re.fullmatch(r"[CX]\d+[ab]?", i) for i in ids)
+    assert all(re.fullmatch(r"[CXP]\d+[ab]?", i) for i in ids)
+    assert [c.id for c in claims.CENTRAL] == [i for i in ids if i.startswith("P")]
     # every id is written out in the source, not derived from a list position
     assert all(re.search(rf'Claim\("{i}",', SOURCE) for i in ids)
     assert "enumerate(" not in SOURCE
@@ -61,6 +64,7 @@ def test_registry_matches_the_notes_ledger() -> None:
     departures = {i for i, k in tagged.items() if ours[i] != {"T": "theory", "E": "experiment"}[k]}
     assert departures == {"C34"}
     assert claims.get("C33a").kind == claims.get("C33b").kind == "theory"
+    assert claims.get("C40a").kind == claims.get("C40b").kind == "experiment"
 
 
 @pytest.mark.skipif(not NOTES.exists(), reason="the reconstruction notes live outside the repository")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import torch
 from conftest import names
 
 from scansnap import results
+from scansnap.results import Config
 from scansnap._checks import check_int
 
 
@@ -72,3 +74,37 @@ def test_save_rejects_what_it_cannot_write(tmp_path: Path) -> None:
         results.save({"a": 1}, tmp_path / "x.npz")
     with pytest.raises(FileNotFoundError, match=names("path")):
         results.load(Res, tmp_path / "missing.npz")
+
+
+def _configs() -> list[type[Config]]:
+    import importlib
+    import pkgutil
+
+    import scansnap.experiments as pkg
+
+    for mod in pkgutil.iter_modules(pkg.__path__):
+        importlib.import_module(f"{pkg.__name__}.{mod.name}")
+    seen: list[type[Config]] = []
+    todo = list(Config.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if cls.__module__.startswith("scansnap.") and cls not in seen:
+            seen.append(cls)
+    return sorted(seen, key=lambda c: f"{c.__module__}.{c.__qualname__}")
+
+
+@pytest.mark.parametrize("cls", _configs(), ids=lambda c: c.__qualname__)
+def test_every_difference_between_book_and_paper_presets_is_gated_or_said_not_to_matter(cls) -> None:
+    """Where a configuration's ``book`` and ``paper`` presets differ (steps, seeds, horizons, sizes), the field is
+    gated (its verdicts labelled with the cut, :meth:`Config.cuts`) or listed in ``NOT_GATED`` with the reason no rule
+    depends on it: a profile never changes a verdict silently."""
+    book, paper = cls.preset("book"), cls.preset("paper")
+    differ = [f.name for f in dataclasses.fields(cls) if getattr(book, f.name) != getattr(paper, f.name)]
+    unsaid = [n for n in differ if n not in cls.GATED and not str(cls.NOT_GATED.get(n, "")).strip()]
+    assert not unsaid, f"{cls.__module__}.{cls.__qualname__}: book and paper differ in {unsaid}, neither gated nor " \
+                       f"in NOT_GATED with a reason"
+    both = sorted(set(cls.GATED) & set(cls.NOT_GATED))
+    assert not both, f"{cls.__qualname__}: {both} both gated and not"
+    fields = {f.name for f in dataclasses.fields(cls)}
+    assert set(cls.GATED) <= fields and set(cls.NOT_GATED) <= fields

@@ -124,16 +124,58 @@ def test_every_training_rule_is_judged_on_its_control(rule: Rule) -> None:
 
 @pytest.mark.parametrize("rule", [r for r in RULES if r.evidence in TRAINING_KINDS],
                          ids=[r.key for r in RULES if r.evidence in TRAINING_KINDS])
-def test_every_training_rule_is_gated_by_the_protocol(rule: Rule) -> None:
-    """Below the paper's protocol a failing rule gives "inconclusive (reduced protocol: ...)"; a passing one
-    still verifies, labelled with what the run cut."""
+def test_every_training_rule_labels_a_reduced_protocol_in_both_directions(rule: Rule) -> None:
+    """Below the paper's protocol a pass and a fail alike keep their level and carry the cuts: "not reproduced
+    (reduced protocol: ...)" as "verified (reduced protocol: ...)" (a gate that lets a cut run confirm but never
+    refute is a bias)."""
     reduced = Gated.preset("smoke")
     assert reduced.shortfall() == ("steps 10 (paper profile: 100)", "vocab 50 (paper profile: no limit)")
-    failing = _judge(rule, _measures(rule, 0), config=reduced)
-    assert failing.level == "inconclusive" and failing.reason.startswith("reduced protocol: steps 10")
-    passing = _judge(rule, _measures(rule), config=reduced)
+    assert [f for f, _ in reduced.cuts()] == ["steps", "vocab"]
+    plain = dataclasses.replace(rule, depends_on={})
+    failing = _judge(plain, _measures(rule, 0), config=reduced)
+    assert (failing.level, failing.reason) == ("not reproduced", "")
+    assert failing.label().startswith("not reproduced (reduced protocol: steps 10")
+    passing = _judge(plain, _measures(rule), config=reduced)
     assert passing.level == "verified" and passing.label().startswith("verified (reduced protocol: steps 10")
-    assert _judge(rule, _measures(rule, 0), config=Gated()).level == "not reproduced"
+    assert failing.reduced == passing.reduced == reduced.shortfall()
+    assert _judge(plain, _measures(rule, 0), config=Gated()).label() == "not reproduced"
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.evidence in TRAINING_KINDS],
+                         ids=[r.key for r in RULES if r.evidence in TRAINING_KINDS])
+def test_a_cut_the_rule_depends_on_makes_a_pass_and_a_fail_inconclusive(rule: Rule) -> None:
+    """A cut the rule names in ``depends_on`` (before the run, with why) makes the verdict inconclusive whichever way
+    the criteria go; a cut it does not name only labels; a name that is not a gated field is refused."""
+    needs = dataclasses.replace(rule, depends_on={"steps": "the effect needs the paper's horizon"})
+    reduced = Gated.preset("smoke")
+    for scores in (2, 0):
+        v = _judge(needs, _measures(rule, scores), config=reduced)
+        assert v.level == "inconclusive" and v.reason.startswith("reduced protocol: steps 10"), scores
+        assert "the effect needs the paper's horizon" in v.reason
+    assert _judge(needs, _measures(rule), config=Gated()).level == "verified"
+    assert _judge(needs, _measures(rule, 0), config=Gated()).level == "not reproduced"
+    other = dataclasses.replace(rule, depends_on={"vocab": "why"})
+    assert _judge(other, _measures(rule), config=Gated(steps=10)).label().startswith("verified (reduced protocol")
+    with pytest.raises(ValueError, match=names("depends_on")):
+        _judge(dataclasses.replace(rule, depends_on={"nope": "why"}), _measures(rule), config=reduced)
+    for name in rule.depends_on:  # the library's own: said with a reason
+        assert rule.depends_on[name].strip() and name in rule.text()
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r.evidence in TRAINING_KINDS],
+                         ids=[r.key for r in RULES if r.evidence in TRAINING_KINDS])
+def test_a_control_that_is_zero_or_nan_by_construction_is_refused(rule: Rule) -> None:
+    """A control whose every criterion is 0, nan or infinite measured nothing: judging on it fails, for every
+    training and real-data rule (so no such control can reach a page)."""
+    hints = typing.get_type_hints(rule.measures)
+    for fill in (0.0, math.nan):
+        values = {f.name: (1 if hints[f.name] is int else 1.0) for f in dataclasses.fields(rule.measures)}
+        for c in rule.criteria:  # 0 where 0 fails the criterion, else nan (an int cannot be nan: 0)
+            values[c.name] = 0 if hints[c.name] is int or (fill == 0 and c.score(0) == 0) else math.nan
+        if any(hints[c.name] is int and c.score(0) > 0 for c in rule.criteria):
+            continue  # an int criterion that 0 passes: such a control passes, it is not empty
+        with pytest.raises(ValueError, match=names("control")):
+            _judge(rule, _measures(rule), control=rule.measures(**values))
 
 
 def test_an_effect_too_small_to_see_makes_any_training_verdict_inconclusive() -> None:

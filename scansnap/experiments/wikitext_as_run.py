@@ -49,9 +49,12 @@ class AsRun:
     def protocol(self) -> str:
         return self.config.protocol()
 
+    def cuts(self) -> tuple[tuple[str, str], ...]:
+        fields = tuple((f, s) for f, s in self.config.cuts() if not s.startswith(_FALLBACK))
+        return fields + ((("train_split", _MISSING),) if without_train_txt(self.note) else ())
+
     def shortfall(self) -> tuple[str, ...]:
-        fields = tuple(s for s in self.config.shortfall() if not s.startswith(_FALLBACK))
-        return fields + ((_MISSING,) if without_train_txt(self.note) else ())
+        return tuple(phrase for _, phrase in self.cuts())
 
 
 def c40_as_run(freeze: ch8.FreezeResult, deep: ch8.FreezeResult) -> list[Verdict]:
