@@ -12,8 +12,8 @@ import torch
 from conftest import names
 
 from scansnap import results
-from scansnap.results import Config
 from scansnap._checks import check_int
+from scansnap.results import Config
 
 
 @dataclass(frozen=True)
