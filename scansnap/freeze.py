@@ -53,7 +53,8 @@ class FreezeMeasures:
 
 
 def total_variation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``1/2 sum_k |a_k - b_k|`` over the last axis: ``(..., N)`` twice -> ``(...)``, in ``[0, 1]`` for distributions."""
+    """``1/2 sum_k |a_k - b_k|`` over the last axis: ``(..., N)`` twice -> ``(...)`` (in ``[0, 1]`` for
+    distributions)."""
     check_tensor("a", a, floating=True)
     check_tensor("b", b, floating=True)
     if a.shape != b.shape:
@@ -91,7 +92,7 @@ def freeze_measures(maps: torch.Tensor, steps: object, early: tuple[float, float
     tv_early = float(total_variation(maps[a], maps[b]).mean())
     tv_late = float(total_variation(maps[c], maps[d]).mean())
     rate_early, rate_late = tv_early / (s[b] - s[a]), tv_late / (s[d] - s[c])
-    ratio = rate_late / rate_early if rate_early > 0 else math.nan
+    ratio = float(rate_late / rate_early) if rate_early > 0 else math.nan
     keep = float((maps[c].argmax(-1) == maps[d].argmax(-1)).double().mean())
     return FreezeMeasures(tv_early, tv_late, ratio, keep)
 

@@ -1,24 +1,21 @@
 """Chapter 6's trained model: Theorem 4 held against ``scansnap.train`` over long horizons (``fig-ch6-trained``).
 
-The family meets the theorem's assumptions (:func:`scansnap.theory.theorem4_family`: one query, ``K = 4``
-classes, one common token with ``S_0 = 0.1``, 10 distinct tokens each, ``M = 46``), trained from
-``Y = Z = 0`` with plain SGD (momentum 0: the theory's gradient flow, one step per unit of time) on a grid
-``eta_Y = eta_Y0 q^i``, ``eta_Z = eta_Z0 q^j`` (``q = 2``) in ONE batched call:
-
-* in the long-sequence limit (``limit="population"``) to ``steps`` (in the ``book`` profile over 100 ``t0`` of
-  the fastest decoder);
-* with sampled sequences (``T = 128``) to the shorter ``sampled_steps``.
-
-From the attention snapshots the logits are read back exactly (:func:`scansnap.theory.logits_from_attention`)
-and ``B_n`` is measured as ``int z-dot_ml0 / f~_nl0^2`` (:func:`scansnap.theory.growth_bound_from_logits`). The
-same measurements are made on the exact Eqn 10 system (:func:`scansnap.theory.integrate_symmetric`) and on
-Eqn 14 with the constants derived from Eqn 10 (no fitting). Verdicts: **simulation** (the exact system) for C24-C31,
-**training-population** for C24-C32 and C34, **training-sampled** for C24, C26 and C34
-(:mod:`~scansnap.experiments.phase_rules`). Every claim here is a claim of the theory: the training verdicts say
-whether Theorem 4 describes the trained model, and name the premise a miss points to (Theorem 1's coupling of the
-decoder, C9: Eqn 13's dynamics); that premise's own numbers are judged under C32 (Eqn 13 against the trained
-model). The controls are computed from the same run (:func:`~scansnap.experiments.phase_rules.phase_controls`; for
-C24 the one-constant reading ``a = b`` against the same measured curves; for C32 the model at step 0).
+The family meets the theorem's assumptions (:func:`scansnap.theory.theorem4_family`: one query, ``K = 4`` classes,
+one common token with ``S_0 = 0.1``, 10 distinct tokens each, ``M = 46``), trained from ``Y = Z = 0`` with plain SGD
+(momentum 0: the theory's gradient flow, one step per unit of time) on a grid ``eta_Y = eta_Y0 q^i``,
+``eta_Z = eta_Z0 q^j`` (``q = 2``) in ONE batched call: in the long-sequence limit (``limit="population"``) to
+``steps`` (in the ``book`` profile over 100 ``t0`` of the fastest decoder), and with sampled sequences (``T = 128``)
+to the shorter ``sampled_steps``. From the attention snapshots the logits are read back exactly
+(:func:`scansnap.theory.logits_from_attention`) and ``B_n`` is measured as ``int z-dot_ml0 / f~_nl0^2``
+(:func:`scansnap.theory.growth_bound_from_logits`). The same measurements are made on the exact Eqn 10 system
+(:func:`scansnap.theory.integrate_symmetric`) and on Eqn 14 with the constants derived from Eqn 10 (no fitting).
+Verdicts: **simulation** (the exact system) for C24-C31, **training-population** for C24-C32 and C34,
+**training-sampled** for C24, C26 and C34 (:mod:`~scansnap.experiments.phase_rules`): claims of the theory, whose
+training verdicts say whether Theorem 4 describes the trained model and name the premise a miss points to (Theorem
+1's coupling of the decoder, C9: Eqn 13's dynamics), judged under C32. The controls are computed from the same run
+(:func:`~scansnap.experiments.phase_rules.phase_controls`; for C24 the one-constant reading ``a = b``; for C32 Eqn 13
+at permuted rates, :func:`~scansnap.experiments.phase_magnitude.eqn13_permuted`). The paper's central claim P1 (scan
+and snap seen in training) is judged on both runs (:mod:`~scansnap.experiments.ch06_scan_snap`).
 """
 
 from __future__ import annotations
@@ -37,17 +34,16 @@ from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER
-from scansnap.experiments.phase_rules import (
+from scansnap.experiments.ch06_scan_snap import RULES_P1, ScanSnapRun, scan_snap_run
+from scansnap.experiments.phase_magnitude import (
     RULE_C24,
     RULE_C32_TRAINING,
-    Eqn13InTraining,
+    eqn13_in_training,
+    eqn13_permuted,
     eqn14_magnitude,
-    judge,
-    phase_controls,
-    phase_measures,
-    phase_rule,
     ratio_after_t0,
 )
+from scansnap.experiments.phase_rules import judge, phase_controls, phase_measures, phase_rule
 from scansnap.results import Config
 from scansnap.verdicts import Verdict
 
@@ -84,6 +80,9 @@ class TrainedConfig(Config):
     PRESETS = {"smoke": dict(n=2, steps=200, dense=20, log_points=40, sampled_steps=60, batch=32,
                              sampled_points=20, t_early=3.0),
                "book": {}, "paper": dict(steps=20000, log_points=500, sampled_steps=4000, seeds=(1, 2, 3))}
+    GATED = ("steps", "sampled_steps", "seeds")
+    NOT_GATED = {"log_points": "the snapshots' resolution after the dense stretch, which every measure reads as it is: "
+                               "300 log-spaced points to 4,000 steps are denser than 500 to 20,000"}
 
     def __post_init__(self) -> None:
         check_int("K", self.K, low=2)
@@ -149,6 +148,8 @@ class TrainedResult:
         a, b, M: the derived constants and the vocabulary size.
         cross_measured, cross_theorem: ``(C,)`` Theorem 1's ``gamma beta_01`` of the trained decoder at the
             horizon, and the theorem's value (:func:`scansnap.theory.cross_coefficient`).
+        p1_population, p1_sampled: P1's measures (scan and snap) on each run and on its control
+            (:func:`~scansnap.experiments.ch06_scan_snap.scan_snap_run`).
     """
 
     config: TrainedConfig
@@ -163,6 +164,8 @@ class TrainedResult:
     M: int
     cross_measured: np.ndarray
     cross_theorem: np.ndarray
+    p1_population: ScanSnapRun
+    p1_sampled: ScanSnapRun
 
 
 def _snapshots(steps: int, dense: int, points: int) -> list[int]:
@@ -198,6 +201,8 @@ def run_trained(config: TrainedConfig, progress: Progress | None = None) -> Trai
                           steps=c.sampled_steps, limit="sampled", T=c.T, batch=c.batch, momentum=0.0,
                           seed=torch.tensor(np.repeat(c.seeds, len(eY))), snapshot_steps=ss, progress=progress)
         population, sampled = _measure(pop, fam, t), _measure(smp, fam, np.array(ss, dtype=float))
+        p1 = [scan_snap_run(h.attention, fam, cv.log_chi, cv.t, cv.eta_Y, cv.eta_Z, c.dense)
+              for h, cv in ((pop, population), (smp, sampled))]
         cross = [theory.cross_coefficient(fam, pop.Y[i], pop.Z[i], float(c.steps), float(eY[i]))
                  for i in range(len(eY))]
     runs = [theory.integrate_symmetric(fam, y, z, t) for y, z in zip(eY, eZ, strict=True)]
@@ -209,7 +214,7 @@ def run_trained(config: TrainedConfig, progress: Progress | None = None) -> Trai
     pred_s = [theory.eqn14_at(sampled.t, fam.M, fam.K, y, z, k.a, k.b) for y, z in zip(sampled.eta_Y, sampled.eta_Z,
                                                                                        strict=True)]
     return TrainedResult(c, population, sampled, exact, np.stack(pred, 1), np.stack(z13, 1), np.stack(pred_s, 1),
-                         k.a, k.b, fam.M, np.array([x[0] for x in cross]), np.array([x[1] for x in cross]))
+                         k.a, k.b, fam.M, np.array([x[0] for x in cross]), np.array([x[1] for x in cross]), *p1)
 
 
 _REGIMES = ("C25", "C26", "C27", "C28", "C29", "C30", "C31")
@@ -279,16 +284,9 @@ def _phase(curves: Curves, pred: np.ndarray, r: TrainedResult, t_early: float | 
     drop = float((curves.freeze[-1] / curves.freeze.max(axis=0)).max()) if freeze else np.nan
     measures = phase_measures(m, c.n, c.n, r.b / r.a, reference=ref, freeze_drop=drop)
     t0 = c.K * np.log(r.M) / curves.eta_Y
-    nulls = phase_controls(m, ref, curves.t, curves.B, curves.eta_Y, curves.eta_Z, c.n, c.n, r.b / r.a, t0)
+    nulls = phase_controls(m, ref, curves.t, curves.B, curves.eta_Y, curves.eta_Z, c.n, c.n, r.b / r.a, t0, M=r.M,
+                           K=c.K, t_early=t_early)
     return measures, nulls if control else None
-
-
-def _step0(r: TrainedResult) -> Eqn13InTraining:
-    """C32's measures on the population run's model at step 0 held to the horizon (no move: ratios 0)."""
-    pop = r.population
-    with np.errstate(divide="ignore"):
-        dz, B = (np.abs(np.log(np.abs(x[0] / y[-1]))) for x, y in ((pop.z_common, r.z_eqn13), (pop.B, r.B_eqn14)))
-    return Eqn13InTraining(float(np.median(dz)), float(np.median(B)), math.nan)
 
 
 def trained_verdicts(r: TrainedResult) -> list[Verdict]:
@@ -311,12 +309,12 @@ def trained_verdicts(r: TrainedResult) -> list[Verdict]:
         gap = theory.scan_shortfall(curves.log_chi.max(), (curves.entropy[0] - curves.entropy).max())
         out += judge(_JUDGED[ev], ev, measures, c, control=nulls, scope=c.scope(ev), link=link, details=details,
                      too_small=gap if training else "")
-    pop = r.population
-    dz, B = np.abs(np.log(pop.z_common[-1] / r.z_eqn13[-1])), np.abs(np.log(ratio_after_t0(pop, r.B_eqn14, c.K, r.M)))
-    out.append(RULE_C32_TRAINING.judge(
-        Eqn13InTraining(float(np.median(dz)), float(np.nanmedian(B)),
-                        float(np.median(r.cross_measured / r.cross_theorem))), c, control=_step0(r),
-        scope=c.scope("training-population"), link=link))
+    args = (r.population, r.z_eqn13, r.B_eqn14, c.K, r.M, r.cross_measured / r.cross_theorem)
+    out.append(RULE_C32_TRAINING.judge(eqn13_in_training(*args), c, control=eqn13_permuted(*args), link=link,
+                                       scope=c.scope("training-population")))
+    for ev, run in (("training-population", r.p1_population), ("training-sampled", r.p1_sampled)):
+        win = f"windows: steps {run.early[0]:g}-{run.early[1]:g} and {run.late[0]:g}-{run.late[1]:g}"
+        out.append(RULES_P1[ev].judge(run.measures, c, control=run.control, scope=c.scope(ev), link=link, details=win))
     return out
 
 
@@ -391,9 +389,10 @@ TRAINED = Experiment(
                 "initialization) on a grid of both learning rates: B_n measured in the long-sequence limit and "
                 "with sampled sequences, against Eqn 14 with constants derived from Eqn 10 and against the exact "
                 "Eqn 10 system; the measured transition time against eta_Y; and the freeze rate of the attention.",
-        claims=("C24", "C25", "C26", "C27", "C28", "C29", "C30", "C31", "C32", "C34"), plot=plot_trained,
+        claims=("C24", "C25", "C26", "C27", "C28", "C29", "C30", "C31", "C32", "C34", "P1"), plot=plot_trained,
         table=trained_table),),
 )
 
 EXPERIMENTS = [TRAINED]
-RULES = [*RULE_C24.values(), RULE_C32_TRAINING, *[phase_rule(cl, ev) for ev, cls in _JUDGED.items() for cl in cls]]
+RULES = [*RULE_C24.values(), RULE_C32_TRAINING, *RULES_P1.values(),
+         *[phase_rule(cl, ev) for ev, cls in _JUDGED.items() for cl in cls]]
