@@ -102,16 +102,26 @@ def test_eqn10_result_and_verdict(eqn10: eq.Eqn10Result) -> None:
     assert eqn10.overlap_max[0] == pytest.approx(0.0321, abs=1e-4)  # E_nn' of "weak overlap"
     (v,) = eq.EQN10.verdicts(eqn10)
     assert v.claim == "C15" and v.evidence == "training-population" and v.premise.startswith("Theorem 1's decoder")
-    # the control is the model at step 0: no velocity, so no cosine (nan) and nothing moved to compare with
-    assert np.isnan(v.control["min_cosine"]) and v.control_level == "not reproduced"
-    assert v.numbers["judged_families"] == 2 and "magnitude_factor" not in v.numbers
+    # the control (the velocity's key columns permuted; an overlapping family for the no-motion criterion) is measured
+    # (finite) and fails every required criterion: the rule tells Eqn 10's structure from a velocity without it
+    assert all(np.isfinite(x) for x in v.control.values()) and v.control_level == "not reproduced"
+    assert v.control["min_cosine"] < 0.9 and v.control["max_measured_error"] > 0.25
+    assert v.control["disjoint_relative_z"] > 1e-7
+    assert v.numbers["judged_families"] == 2 and v.numbers["magnitude_factor"] >= 1
+    assert v.numbers["magnitude_factor"] == pytest.approx(max(np.abs(eqn10.scale[:2]).max(),
+                                                              1 / np.abs(eqn10.scale[:2]).min()))
     m = eq.eqn10_measures(eqn10)  # over the judged families only
     assert m.min_cosine == eqn10.cosine[:2].min() and m.max_measured_error == eqn10.rel_err_measured[:2].max()
     assert v.numbers["disjoint_relative_z"] < 1e-10 and eqn10.max_abs_z[:2].max() > 1e-5
     assert "one common token (||E||_2 = 0.850" in v.details and "outside Assumption 2, not judged" in v.details
-    assert "C9's part" in v.details
+    assert "C9's beta" in v.details and "factor between the exact speed and Eqn 10's" in v.rule
     outside = eq.Eqn10Config(families=("one common token",), checkpoints=(1,), disjoint_steps=2, decomposition_step=1)
     assert outside.judged() == () and np.isnan(eq.eqn10_measures(eq.run_eqn10(outside)).min_cosine)
+
+
+def test_eqn10_is_judged_at_the_papers_horizon_in_the_book() -> None:
+    assert eq.Eqn10Config.preset("book") == eq.Eqn10Config.preset("paper") and eq.Eqn10Config().checkpoints[-1] == 2000
+    assert eq.Eqn10Config.preset("smoke").cuts()[0][0] == "checkpoints"
 
 
 def test_assumption2_test() -> None:

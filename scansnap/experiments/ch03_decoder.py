@@ -45,6 +45,10 @@ class Fig8Config(Config):
     steps: int = 200000
     points: int = 300
     PRESETS = {"smoke": dict(steps=2000, points=60), "book": dict(steps=20000, points=200), "paper": {}}
+    NOT_GATED = {"steps": "derivation evidence (a closed form against solve_ivp and Eqn 45's residual along the run): "
+                          "its rule reads the worst error over the visits it computes, which a shorter run does not "
+                          "hide (the closed form holds at every visit); derivations carry no protocol cuts",
+                 "points": "the plotted points' resolution: C8's errors are read at every point computed"}
 
     def __post_init__(self) -> None:
         for M, eta in self.pairs:
@@ -196,6 +200,9 @@ class FamiliesConfig(Config):
     overlap: float = 0.3
     weak: float = 0.001
     PRESETS = {"smoke": dict(families=200), "book": dict(families=2000), "paper": {}}
+    NOT_GATED = {"families": "a derivation's sample size: its rules count the random families themselves (C6's "
+                             "worst error over them; C10's share read at the lower end of its Wilson interval, which "
+                             "widens with fewer families)"}
 
     def __post_init__(self) -> None:
         check_int("families", self.families, low=1)

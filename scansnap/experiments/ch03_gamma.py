@@ -54,6 +54,12 @@ class GammaConfig(Config):
     early_to: float = 0.1
     late_from: float = 100.0
     PRESETS = {"smoke": dict(steps=2000, points=30), "book": dict(steps=20000, points=60), "paper": {}}
+    NOT_GATED = {"steps": "derivation and simulation evidence, which carries no protocol cuts (Rule.judge labels only "
+                          "training and real data): C11's formula is judged at fixed multiples of t_0 (computed from "
+                          "the formula, not the run), its SGD regimes on the run's own stretches t <= early_to t_0 and "
+                          "t >= late_from t_0",
+                 "points": "the snapshots' resolution: the early slope is read with its standard error (its 95% "
+                           "interval's far end), which fewer points widen"}
 
     def __post_init__(self) -> None:
         for eta in self.etas:

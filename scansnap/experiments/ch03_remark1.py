@@ -44,6 +44,9 @@ class CorrelatedConfig(Config):
     exact_steps: int = 5000
     PRESETS = {"smoke": dict(steps=2000, points=20, exact_steps=500), "book": dict(steps=20000, points=50),
                "paper": {}}
+    NOT_GATED = {"steps": "a simulation's horizon: C12's rate error is read from Corollary 1's late form at the "
+                          "run's last step, whichever it is; the exact (M = K) error is a derivation at every step",
+                 "points": "the snapshots' resolution: C12's errors are the largest over the snapshots computed"}
 
     def __post_init__(self) -> None:
         check_int("K", self.K, low=2)

@@ -66,6 +66,7 @@ class SGD1Config(Config):
     late_from: float = 100.0
     PRESETS = {"smoke": dict(steps=2000, points=40, seeds=(1, 2), late_from=30.0),
                "book": dict(steps=20000, seeds=(1, 2, 3, 4, 5, 6)), "paper": {}}
+    GATED = ("steps", "seeds")
 
     def __post_init__(self) -> None:
         _check_family(self.K, self.num_distinct, self.common_weight, self.eta)
@@ -312,6 +313,8 @@ class Lemma10Config(Config):
     delta: float = 0.05
     seed: int = 0
     PRESETS = {"smoke": dict(runs=2000), "book": dict(runs=50000), "paper": {}}
+    NOT_GATED = {"runs": "a simulation's sample size: C14's rule counts the Monte Carlo runs itself (the share "
+                         "outside Lemma 10's radius, with its interval)"}
 
     def __post_init__(self) -> None:
         check_int("runs", self.runs, low=1)

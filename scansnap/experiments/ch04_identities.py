@@ -48,6 +48,10 @@ class IdentitiesConfig(Config):
     eta_Z: float = 0.5
     seed: int = 0
     PRESETS = {"smoke": dict(families=20, symmetric=3), "book": dict(families=300, symmetric=31), "paper": {}}
+    NOT_GATED = {"families": "a derivation's sample size: the rules read the worst error and the share of entries "
+                             "over the random families drawn, and count them (families is a field of the measures)",
+                 "symmetric": "a derivation's sample size: Corollary 2's worst error and share over the symmetric "
+                              "families drawn"}
 
     def __post_init__(self) -> None:
         check_int("families", self.families, low=1)

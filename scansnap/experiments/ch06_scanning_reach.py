@@ -39,6 +39,9 @@ from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER
 from scansnap.results import Config
 
+_NO_RULE = ("no rule reads the search (RULES is empty): it is context for why Chapter 6's training verdicts are gated, "
+            "and its figure and glued numbers say which families, rates and horizons it covers")
+
 
 @dataclass(frozen=True)
 class ReachConfig(Config):
@@ -71,6 +74,7 @@ class ReachConfig(Config):
                "book": dict(Ks=(2, 4), num_distinct=(3, 10), S0s=(0.1, 0.3, 0.9), eta_Y=(1.0, 4.0),
                             ratios=(0.1, 1.0), steps=4000, sampled_steps=1000),
                "paper": {}}
+    NOT_GATED = {name: _NO_RULE for name in ("Ks", "num_distinct", "S0s", "eta_Y", "ratios", "steps", "sampled_steps")}
 
     def __post_init__(self) -> None:
         for name in ("Ks", "num_distinct"):
