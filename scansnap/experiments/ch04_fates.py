@@ -85,9 +85,9 @@ class TrainingConfig(Config):
     PRESETS = {"smoke": dict(protocols=default_protocols(20, 20), seeds=(1,)),
                "book": dict(protocols=default_protocols(200, 100), seeds=(1, 2, 3, 4, 5)), "paper": {}}
     GATED = ("seeds",)
-    NOT_GATED = {"protocols": "the theorem's setting runs 200 steps (paper preset 1,000; the others 100 in both): C16-C18 "
-                              "count the wrong-way moves over every step run, and the paper preset gives the same "
-                              "shares (0 wrong-way, 1 asymmetric rise; checked for issue 26, 29 s against 4 s)"}
+    NOT_GATED = {"protocols": "the theorem's setting runs 200 steps (paper preset 1,000; the others 100 in both): "
+                              "C16-C18 count the wrong-way moves over every step run, and the paper preset gives the "
+                              "same shares (0 wrong-way, 1 asymmetric rise; checked for issue 26, 29 s against 4 s)"}
 
     def __post_init__(self) -> None:
         names = tuple(example_families())
