@@ -37,7 +37,8 @@ def test_a_map_that_freezes_and_one_that_keeps_drifting() -> None:
     assert crit["keep_share"].score(frozen.keep_share) == 2
     # windows of different lengths compare changes per step
     longer = freeze.freeze_measures(_maps(t, 1e6), t, (0.0, 100.0), (800.0, 1000.0))
-    assert longer.tv_ratio == pytest.approx(1.0, rel=1e-2) and longer.tv_late == pytest.approx(2 * longer.tv_early, 1e-2)
+    assert longer.tv_ratio == pytest.approx(1.0, rel=1e-2)
+    assert longer.tv_late == pytest.approx(2 * longer.tv_early, rel=1e-2)
 
 
 def test_rows_that_swap_their_attended_key_count_against_keeping() -> None:
