@@ -99,7 +99,8 @@ def scan_snap_run(f: torch.Tensor, classes: SequenceClasses, log_chi: np.ndarray
                   eta_Z: np.ndarray, window: float) -> ScanSnapRun:
     """P1's measures of a training run (``f`` ``(S, C, K, M)``, ``log_chi`` ``(S, C)``, ``t`` ``(S,)``; ``window``:
     the windows' length in steps) and of its control, the median over :data:`SHUFFLES` seeded shuffles of the
-    checkpoints' order (the steps stay where they are)."""
+    checkpoints' order (the steps stay where they are; the control's rates: those of the run its shuffles pick
+    most often)."""
     common = metrics.token_mass(f, classes)["common"].mean(-1).numpy()
     early, late = _windows(t, window)
     real = scan_snap(f, log_chi, common, t, eta_Y, eta_Z, early, late)
@@ -107,7 +108,14 @@ def scan_snap_run(f: torch.Tensor, classes: SequenceClasses, log_chi: np.ndarray
     for seed in range(SHUFFLES):
         p = np.random.default_rng(seed).permutation(len(t))
         draws.append(scan_snap(f[torch.as_tensor(p)], log_chi[p], common[p], t, eta_Y, eta_Z, early, late))
-    control = ScanSnap(*(float(np.nanmedian([getattr(d, k) for d in draws])) for k in ScanSnap.__dataclass_fields__))
+    def typical(k: str) -> float:  # the median of a measure; the most frequent of a run's rates (context)
+        x = np.array([getattr(d, k) for d in draws])
+        if k in ("eta_Y", "eta_Z"):
+            values, counts = np.unique(x, return_counts=True)
+            return float(values[np.argmax(counts)])
+        return float(np.nanmedian(x))
+
+    control = ScanSnap(*(typical(k) for k in ScanSnap.__dataclass_fields__))
     return ScanSnapRun(real, control, early, late)
 
 
