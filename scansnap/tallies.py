@@ -20,10 +20,12 @@ import html
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from scansnap.claims import CENTRAL, Claim
+from scansnap._ledger_assets import STYLE
+from scansnap.claims import CENTRAL, NOT_CHECKED, Claim
 from scansnap.verdicts import LEVELS, THEORY_KINDS, TRAINING_KINDS, Verdict, worst
 
-__all__ = ["LENSES", "SETS", "Tally", "claim_set", "lens_level", "tallies", "tally_html", "two_levels"]
+__all__ = ["LENSES", "SETS", "Tally", "block", "claim_set", "lens_level", "level_words", "tallies", "tally_html",
+           "two_levels"]
 
 LENSES = {"model": "holds in the theory's model", "training": "observed in training / on real data"}
 """The two lenses, by key, in words."""
@@ -56,6 +58,14 @@ def two_levels(claim: Claim, found: Iterable[Verdict]) -> dict[str, str]:
     """``{lens: level}`` for the lenses through which the claim has a verdict (``{}`` when none)."""
     found = list(found)
     return {lens: lv for lens in LENSES if (lv := lens_level(claim, found, lens)) is not None}
+
+
+def level_words(claim: Claim, found: Iterable[Verdict]) -> str:
+    """The claim's levels through both lenses in words, e.g. ``"in the model: verified; in training: not
+    reproduced"`` (``"not yet checked"`` when it has no verdict): what a figure's row of the gallery says."""
+    short = {"model": "in the model", "training": "in training"}
+    levels = two_levels(claim, found)
+    return "; ".join(f"{short[k]}: {lv}" for k, lv in levels.items()) or NOT_CHECKED
 
 
 @dataclass(frozen=True)
@@ -122,3 +132,8 @@ def tally_html(found: Sequence[Tally], slug=lambda level: level.replace(" ", "-"
         body.append(f'<tr><th scope="row">{html.escape(words)} ({size})</th>{"".join(cells)}</tr>')
     return (f'<table class="lp-tally"><thead><tr><th scope="col">claims</th>{heads}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table>')
+
+
+def block(entries: Sequence[tuple[Claim, Sequence[Verdict]]]) -> str:
+    """:func:`tally_html` of ``entries`` with the ledger's stylesheet, for a page other than the ledger (HTML)."""
+    return f'{STYLE}\n<div class="lp-root">{tally_html(tallies(entries))}</div>'
