@@ -50,7 +50,7 @@ def test_tallies_count_each_set_through_each_lens() -> None:
     model, trained = got[("paper", "model")], got[("paper", "training")]
     assert model.counts["verified"] == 2 and model.judged == 2 and model.claims["verified"] == ("C24", "C25")
     assert trained.counts == {"verified": 0, "partly verified": 1, "inconclusive": 0, "not reproduced": 1}
-    assert trained.size == 3 and "1 partly verified, 1 not reproduced of the 2 judged" == trained.words()
+    assert trained.size == 3 and trained.words() == "1 partly verified, 1 not reproduced of the 2 judged"
     assert got[("central", "training")].claims["not reproduced"] == ("P1",)
     assert got[("central", "model")].judged == 0 and got[("book", "training")].words() == "none judged"
     page = tallies.tally_html(tallies.tallies(entries))
