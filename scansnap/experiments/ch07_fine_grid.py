@@ -41,6 +41,7 @@ class FineGridConfig(GridConfig):
                      "and the page reports its slopes per dataset it ran",
         "seeds": "no rule reads the finer grid (RULES is empty): its slopes carry their standard errors over the "
                  "seeds it ran"}
+    """The fields whose book and paper presets differ and that no rule reads (the grid judges no claim)."""
 
     def protocol(self) -> str:
         return grid_protocol(self)

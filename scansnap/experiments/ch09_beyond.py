@@ -58,6 +58,7 @@ class GradientConfig(Config):
     NOT_GATED: ClassVar[dict[str, str]] = {
         "instances": "a derivation's numerical check: X1's rule counts the instances itself (verified at >= 100, "
                      "which the book's 100 meets; the error is float64 round-off on every instance)"}
+    """The book's fewer instances, which X1's rule counts itself."""
 
     def __post_init__(self) -> None:
         check_int("instances", self.instances, low=1)

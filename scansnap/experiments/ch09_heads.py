@@ -15,8 +15,8 @@ untrained draws, X5 against the prediction made from another head's draw.
 :data:`HEADS` (``fig-ch9-heads``) is the same run in the long-sequence limit, kept as context and not judged: there
 a distinct token's logit velocity grows with its attention, so the flow keeps the order of ``P(l|n) e^{z(0)}`` and
 the outcome is fixed at initialization (the predicted token gains the most in every case, by that structure). The
-paper did not run these: the ``paper`` preset is this book's full protocol, the minimum for a negative verdict
-(``HeadsConfig.GATED``).
+paper did not run these: the ``paper`` preset is this book's full protocol (``HeadsConfig.GATED``): a run below it
+carries the cuts, and with fewer steps its verdicts are inconclusive either way (the rules' ``depends_on``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ class HeadsConfig(Config):
     PRESETS = {"smoke": dict(heads=2, scales=(0.1, 0.3, 1.0), seeds=(1, 2), steps=20),
                "book": dict(seeds=tuple(range(1, 7)), steps=200), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "heads", "scales", "limit")
+    """This book's full protocol (the ``paper`` preset): a run below it carries the cuts; the heads rules depend on
+    the steps."""
 
     def __post_init__(self) -> None:
         check_int("num_query", self.num_query, low=1)
@@ -197,7 +199,8 @@ def run_heads(config: HeadsConfig, progress: Progress | None = None) -> HeadsRes
 
 
 def head_verdicts(r: HeadsResult) -> list[Verdict]:
-    """X4, X5, X6 and X9 on sampled training, each against its control (:func:`heads_rules.head_controls`)."""
+    """X4, X5, X6 and X9 on sampled training, each against its control
+    (:func:`~scansnap.experiments.heads_rules.head_controls`)."""
     if r.config.limit != "sampled":
         raise ValueError(f"config: X4-X6 and X9 are judged on sampled sequences; got limit={r.config.limit!r}")
     link = HEADS_SAMPLED.link()

@@ -28,7 +28,8 @@ PERMUTATION_SEED = 0
 
 
 def permuted_cells(arrays: Sequence[np.ndarray], key: int, seed: int = PERMUTATION_SEED) -> list[np.ndarray]:
-    """The control's reassignment of runs to learning rates.
+    """The control's reassignment of runs to learning rates (the null of C38, C39 and C42: Figure 6's sweep with the
+    rates dealt to the runs at random).
 
     Args:
         arrays: each ``(nZ, nR, nS, ...)``, indexed by the same (``eta_Z``, ratio, seed) cells.
