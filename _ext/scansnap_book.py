@@ -5,10 +5,10 @@ browser then reports ``Identifier 'THEBE_JS_URL' has already been declared``. Th
 not use Thebe (the Binder launch button does not need it), so this extension disconnects
 ``sphinx_thebe.init_thebe_core``, the handler that adds those scripts.
 
-The claims ledger, the figure gallery and the intro (which shows the ledger's picture) read the verdicts and
-figures that the chapters write while they execute. Sphinx reads pages in sorted order (``book/chapters/*`` before
-``book/claims``, ``book/figures`` and ``book/intro``), but re-reads only pages whose source changed: this extension
-marks the three pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed) on
+The claims ledger, the figure gallery, "What this book found" and the intro (which shows the ledger's picture) read
+the verdicts and figures that the chapters write while they execute. Sphinx reads pages in sorted order
+(``book/chapters/*`` before ``book/claims``, ``book/figures``, ``book/found`` and ``book/intro``), but re-reads only
+pages whose source changed: this extension marks the four pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed) on
 every build, after the chapters.
 
 sphinx-book-theme 1.3.0 hides its right sidebar (``div.bd-sidebar-secondary``) while a ``full-width``
@@ -52,7 +52,7 @@ def _drop_thebe_scripts(app: Sphinx) -> None:
             app.disconnect(listener.id)
 
 
-ALWAYS_REREAD = ("book/claims", "book/figures", "book/intro")  # the intro shows the ledger's picture
+ALWAYS_REREAD = ("book/claims", "book/figures", "book/found", "book/intro")  # found, intro: the ledger's tallies
 
 
 def _always_reread(app: Sphinx, env, added: set, changed: set, removed: set) -> list[str]:

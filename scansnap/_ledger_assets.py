@@ -21,6 +21,11 @@ LEVEL_COLOURS = {
 one palette for the ledger's chips and the chapters' verdict tables (:mod:`scansnap.verdict_table`)."""
 
 
+SHORT = {"derivation": "derivation", "simulation": "simulation", "training-population": "training (T = ∞)",
+          "training-sampled": "training (sampled)", "real-data": "real data"}
+"""How the ledger, the chapters' verdict tables and "What this book found" name each kind of evidence."""
+
+
 def level_rules(scope: str) -> str:
     """The CSS rules ``<scope> .v-<slug> { ... }`` of :data:`LEVEL_COLOURS`, one a line."""
     return "".join(f"{scope} .v-{slug} {{ {rule} }}\n" for slug, rule in LEVEL_COLOURS.items())
@@ -44,6 +49,13 @@ STYLE = """<style>
 .lp-root .lp-marks { display: flex; gap: 2px; min-height: 9px; }
 .lp-root svg.lp-mk { width: 9px; height: 9px; fill: currentColor; stroke: currentColor; stroke-width: 1.4; }
 .lp-root svg.lp-mk.lp-beside { fill: none; }
+.lp-root table.lp-tally { border-collapse: collapse; font-size: .85em; margin: .4em 0; width: 100%; }
+.lp-root .lp-tally th, .lp-root .lp-tally td { border-bottom: 1px solid #ccc; padding: .25em .4em; text-align: left;
+  vertical-align: top; }
+.lp-root .lp-tally thead th { font-weight: 600; }
+.lp-root .lp-tally tbody th { font-weight: 600; width: 12em; }
+.lp-root .lp-count-chip { display: inline-block; margin-right: .8em; white-space: nowrap; }
+.lp-root .lp-of { font-size: .85em; color: #555; }
 """ + level_rules(".lp-root") + """.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
 .lp-root .lp-controls select, .lp-root .lp-controls input, .lp-root .lp-controls button { font: inherit;
   max-width: 14em; }

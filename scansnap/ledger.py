@@ -145,7 +145,9 @@ def write_rules(reason: str | dict[str, str], rules: list[Rule] | None = None, p
     new or changed (and retiring rules the code no longer has). Returns the keys written anew.
 
     Args:
-        reason: why (non-empty), one text for every change or one per rule key (every changed key needs one).
+        reason: why (non-empty), one text for every change or one per rule key (every changed key needs one). A
+            per-key reason for a rule that did not change records a review: a history entry "reviewed, unchanged"
+            with that reason (e.g. why no cut of its run's protocol can hide its effect).
         rules: default :func:`scansnap.experiments.all_rules`.
         path: default ``<checkout>/ledger/rules.json``.
         today: the date of the entries (ISO; default today).
@@ -167,6 +169,10 @@ def write_rules(reason: str | dict[str, str], rules: list[Rule] | None = None, p
             history.append({"date": today, "commit": commit, "change": _describe(_spec_of(entry) if entry else None,
                                                                                     spec),
                             "reason": why.strip(), "fingerprint": rule.fingerprint()})
+            changed.append(rule.key)
+        elif isinstance(reason, dict) and str(reason.get(rule.key, "")).strip():
+            history.append({"date": today, "commit": commit, "change": "reviewed, unchanged",
+                            "reason": reason[rule.key].strip(), "fingerprint": rule.fingerprint()})
             changed.append(rule.key)
         out[rule.key] = {**spec, "history": history}
     for key, entry in locked.items():

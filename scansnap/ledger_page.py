@@ -19,17 +19,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scansnap import claims, ledger
+from scansnap import claims, ledger, tallies
 from scansnap._io import source_checkout
-from scansnap._ledger_assets import SCRIPT, STYLE
+from scansnap._ledger_assets import SCRIPT, SHORT, STYLE
 from scansnap.claims import VERDICTS, Claim
 from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Verdict
 
 __all__ = ["LedgerRow", "chapter_titles", "link_claims", "page", "picture", "rows", "summary", "table",
            "verdict_slug"]
 
-_SHORT = {"derivation": "derivation", "simulation": "simulation", "training-population": "training (T = ∞)",
-          "training-sampled": "training (sampled)", "real-data": "real data"}
+_SET_WORDS = {"paper": "of the paper", "central": "central claims of the paper (its abstract)", "book": "of this book"}
 _MARKS = {"derivation": '<polygon points="5,.8 9.2,5 5,9.2 .8,5"/>', "simulation": '<circle cx="5" cy="5" r="4"/>',
           "training-population": '<polygon points="5,.8 9.3,9 .7,9"/>',
           "training-sampled": '<rect x="1" y="1" width="8" height="8"/>',
@@ -129,18 +128,19 @@ def _marks(row: LedgerRow) -> str:
 def _chip(row: LedgerRow, ledger: str = "") -> str:
     words = [f"{row.claim.id}: {row.headline}"]
     if row.deciding:
-        words.append("decided by " + ", ".join(f"{_SHORT[v.evidence]} ({v.level})" for v in row.deciding))
+        words.append("decided by " + ", ".join(f"{SHORT[v.evidence]} ({v.level})" for v in row.deciding))
     if row.beside:
-        words.append("beside: " + ", ".join(f"{_SHORT[v.evidence]} ({v.level})" for v in row.beside))
+        words.append("beside: " + ", ".join(f"{SHORT[v.evidence]} ({v.level})" for v in row.beside))
     return (f'<a class="lp-chip v-{verdict_slug(row.headline)}" href="{ledger}#{row.claim.id}" '
             f'title="{_e("; ".join(words))}"'
             f'>{row.claim.id}<span class="lp-marks">{_marks(row)}</span></a>')
 
 
 def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
-    """The picture at the top of the ledger (HTML): the number of claims, a legend with the count of each
-    headline, and per chapter a line of claim chips, each coloured by the claim's headline and marked with its
-    kinds of evidence (filled: deciding; hollow: shown beside), each a link to its row.
+    """The picture at the top of the ledger (HTML): the number of claims, the two tallies of each claim set
+    (:mod:`scansnap.tallies`: what holds in the theory's model, what is observed in training or on real data; never
+    one count of both), and per chapter a line of claim chips, each coloured by the claim's headline and marked with
+    its kinds of evidence (filled: deciding; hollow: shown beside), each a link to its row.
 
     Args:
         found: the rows (:func:`rows`).
@@ -148,13 +148,15 @@ def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
         ledger: the ledger page from this page (``""`` on the ledger itself, ``"book/claims.html"`` from the
             intro): each chip links to ``<ledger>#<claim id>``.
     """
-    counts = {v: sum(r.headline == v for r in found) for v in VERDICTS}
-    book = sum(r.claim.origin == "book" for r in found)
-    total = (f'<p class="lp-total"><b>{len(found)} claims</b>: {len(found) - book} of the paper, {book} of this '
-             f'book, by the chapter that checks them; each chip links to its row in the ledger.</p>')
-    legend = "".join(f'<span><span class="lp-sw v-{verdict_slug(v)}"></span>{_e(v)}: <b>{n}</b></span>'
-                     for v, n in counts.items())
-    marks = "".join(f"<span>{_mark(k, False)} {_e(_SHORT[k])}</span>" for k in EVIDENCE)
+    sizes = {k: sum(tallies.claim_set(r.claim) == k for r in found) for k in tallies.SETS}
+    total = (f'<p class="lp-total"><b>{len(found)} claims</b>: '
+             + ", ".join(f"{n} {_e(_SET_WORDS[k])}" for k, n in sizes.items())
+             + '. Two tallies, never one count: what holds in the theory\'s model (derivation and simulation) and what '
+             'is observed in training or on real data.</p>')
+    counts = tallies.tally_html(tallies.tallies([(r.claim, (*r.deciding, *r.beside)) for r in found]),
+                                verdict_slug)
+    legend = "".join(f'<span><span class="lp-sw v-{verdict_slug(v)}"></span>{_e(v)}</span>' for v in VERDICTS)
+    marks = "".join(f"<span>{_mark(k, False)} {_e(SHORT[k])}</span>" for k in EVIDENCE)
     titles, lines = chapter_titles(), []
     for n in sorted({r.chapter for r in found}):
         mine = [r for r in found if r.chapter == n]
@@ -162,7 +164,8 @@ def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
         lines.append(f'<div class="lp-chapter-name"><a href="{link}">{_e(titles.get(n, n))}</a></div>'
                      f'<div class="lp-chips">{"".join(_chip(r, ledger) for r in mine)}</div>')
     return (f'<nav class="lp-picture" aria-label="Claims by chapter, coloured by verdict">{total}'
-            f'<div class="lp-legend"><b>headline:</b>{legend}</div>'
+            f'{counts}<p class="lp-total">Below, by the chapter that checks them; each chip links to its row in the '
+            f'ledger.</p><div class="lp-legend"><b>chip colour (headline):</b>{legend}</div>'
             f'<div class="lp-legend"><b>evidence (filled: decides; hollow: beside):</b>{marks}</div>'
             f'<div class="lp-chapters">{"".join(lines)}</div></nav>')
 
@@ -174,7 +177,7 @@ def _controls(found: list[LedgerRow]) -> str:
 
     titles = chapter_titles()
     chapters = [(str(n), titles.get(n, str(n))) for n in sorted({r.chapter for r in found})]
-    kinds = [(k, _SHORT[k]) for k in EVIDENCE if any(k in r.evidence for r in found)]
+    kinds = [(k, SHORT[k]) for k in EVIDENCE if any(k in r.evidence for r in found)]
     sorts = [("claim:asc", "claim"), ("chapter:asc", "chapter"), ("verdict:asc", "verdict (best first)"),
              ("verdict:desc", "verdict (worst first)"), ("origin:asc", "origin")]
     return ('<div class="lp-controls" role="group" aria-label="Filter and sort the ledger">'
@@ -192,7 +195,7 @@ def _controls(found: list[LedgerRow]) -> str:
 def _ev(v: Verdict, beside: bool = False) -> str:
     note = " (does not decide this claim)" if beside and v.evidence not in TRAINING_KINDS else ""
     return (f'<span class="lp-ev v-{verdict_slug(v.level)}" title="{_e(v.label() + note)}">'
-            f"<b>{_e(_SHORT[v.evidence])}</b>: {_e(v.level)}</span>")
+            f"<b>{_e(SHORT[v.evidence])}</b>: {_e(v.level)}</span>")
 
 
 def _history(entries: list[dict[str, Any]]) -> str:
@@ -214,7 +217,7 @@ def _verdict_block(v: Verdict, row: LedgerRow, base: str) -> str:
         items.append(f"premise a miss points to: {_e(v.premise)}")
     history = row.histories.get(v.evidence)
     items.append("rule history (ledger/rules.json): " + (_history(history) if history else "not locked"))
-    return (f'<p><b>{_e(_SHORT[v.evidence])}</b>: <b>{_e(v.label())}</b> '
+    return (f'<p><b>{_e(SHORT[v.evidence])}</b>: <b>{_e(v.label())}</b> '
             f'(<a href="{base}{link}">{_e(link.rsplit("/", 1)[-1])}</a>)</p>'
             "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
 

@@ -21,8 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from scansnap import claims
-from scansnap._ledger_assets import level_rules
-from scansnap.ledger_page import _SHORT as SHORT
+from scansnap._ledger_assets import SHORT, level_rules
 from scansnap.ledger_page import verdict_slug
 from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
 
@@ -114,7 +113,8 @@ class Reason:
         text: the qualification, e.g. ``"the control passes too"``, ``"reduced protocol: steps 10 (paper profile:
             100)"``.
         undecided: the inconclusive verdicts it covers, in the table's order.
-        decided: the verdicts reached under it all the same (a reduced protocol can confirm, never refute).
+        decided: the verdicts reached under it all the same (a reduced protocol labels a verdict in both directions;
+            it makes one inconclusive only where the rule depends on what was cut).
         decide: what would decide the undecided ones: ``(words, commands)`` pairs, each a kind of run and the
             commands that make it (empty when there is no command to give).
     """
@@ -151,8 +151,8 @@ class Reason:
             them = "it" if len(self.undecided) == 1 else "them"
             out += f" Undecided: {covers(self.undecided)}; what would decide {them}: {decide}."
         if self.decided:
-            out += (f" Decided all the same (a run below the protocol can confirm a claim, never refute it): "
-                    f"{covers(self.decided)}.")
+            out += (f" Decided all the same (the rule does not depend on what this run cut; the label stays with "
+                    f"the verdict either way): {covers(self.decided)}.")
         return out
 
 
@@ -163,7 +163,7 @@ def _head(qualification: str) -> str:
 def _decision(v: Verdict) -> tuple[str, str]:
     """What would decide the inconclusive ``v``: a kind of run in words, and a command that makes it (or "")."""
     if v.reason.startswith("reduced protocol"):
-        whose = "the book's full protocol" if v.claim.startswith("X") else "the paper's protocol"
+        whose = "the book's full protocol" if claims.get(v.claim).origin == "book" else "the paper's protocol"
         anchor = v.link.partition("#")[2]
         figure = anchor if anchor.startswith("fig-") else "<figure-id>"
         return (f"a run of the paper profile, at {whose}, e.g. stored as evidence",

@@ -56,6 +56,8 @@ EXEMPT = {
     "scansnap.cli": "the command line (python -m scansnap)",
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",
+    "scansnap.findings": "the page What this book found (book/found.md), read from the ledger",
+    "scansnap.tallies": "the ledger's two tallies (theory's model; training and real data) for every summary",
     "scansnap.figures": "the figure gallery, figure provenance and citations (book/figures.md)",
     "scansnap.figure_layout": "the layout check every figure of the book passes (tests/test_figure_layout.py)",
     "scansnap.ledger": "the locked rules and verdicts (ledger/), and the claims ledger page (book/claims.md)",

@@ -66,6 +66,20 @@ def test_a_threshold_edit_without_a_history_entry_fails(tmp_path: Path) -> None:
     assert json.loads(copy.read_text())["rules"][edited[1].key]["retired"] is True
 
 
+def test_a_review_of_an_unchanged_rule_is_recorded_in_its_history(tmp_path: Path) -> None:
+    """A per-rule reason for a rule that did not change (issue 26: which cuts it depends on, and why) is kept as a
+    "reviewed, unchanged" entry with the rule's fingerprint; the lock still equals the code."""
+    rules = all_rules()
+    copy = tmp_path / "rules.json"
+    shutil.copy(RULES_FILE, copy)
+    key = rules[0].key
+    assert ledger.write_rules({key: "no cut of its protocol can hide the effect"}, rules, copy) == [key]
+    last = ledger.rule_history(key, copy)[-1]
+    assert last["change"] == "reviewed, unchanged" and last["fingerprint"] == rules[0].fingerprint()
+    assert ledger.check_rules(rules, copy) == []
+    assert ledger.write_rules("one text reviews nothing", rules, copy) == []
+
+
 def test_cli_rules_check_exits_1_on_a_changed_rule(tmp_path: Path, capsys) -> None:
     assert main(["rules", "--check"]) == 0
     copy = tmp_path / "rules.json"

@@ -11,6 +11,7 @@ predicts). It records no verdict: the book's corollary is not a claim of the pap
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -35,6 +36,12 @@ class FineGridConfig(GridConfig):
     ratio: tuple[float, ...] = _geom(0.25, 16.0, 7)
     PRESETS = {"smoke": dict(num_query=(1,), eta_Z=(0.5, 1.0, 2.0), ratio=(0.5, 2.0, 8.0), seeds=(1,), steps=10,
                              batch=32), "book": dict(num_query=(3, 10), seeds=(1, 2, 3)), "paper": {}}
+    NOT_GATED: ClassVar[dict[str, str]] = {
+        "num_query": "no rule reads the finer grid (RULES is empty): it locates the threshold as context for C39, "
+                     "and the page reports its slopes per dataset it ran",
+        "seeds": "no rule reads the finer grid (RULES is empty): its slopes carry their standard errors over the "
+                 "seeds it ran"}
+    """The fields whose book and paper presets differ and that no rule reads (the grid judges no claim)."""
 
     def protocol(self) -> str:
         return grid_protocol(self)

@@ -10,11 +10,10 @@ sampled sequences, :func:`scansnap.metrics.entry_recall_at_threshold`) and the b
 ``f_n`` (:func:`scansnap.metrics.recall_at_threshold`), after the last step and at step 0.
 :func:`sweep_verdicts` judges C38, C39 and C42 on **training-sampled** evidence with the rules of
 :mod:`scansnap.experiments.syn_medium_rules`; the statistics come from :mod:`scansnap.stats`. Each rule is
-also judged on its control, the same measures at step 0 of the same runs, where every learning rate of a
-seed is the same model (the authors' uniform initialization, drawn from the seed): no learning-rate effect
-can be there. The authors' sweep is
-the minimum protocol for a negative verdict (``SweepConfig.GATED``): a smaller run that fails a rule is
-inconclusive. The finer grid of the chapter is :mod:`scansnap.experiments.ch07_fine_grid`.
+also judged on its control, the same measures on the same runs with their learning rates permuted across runs
+(:func:`permuted`: what a random assignment of rates to runs gives). A run below the authors' sweep
+(``SweepConfig.GATED``) labels its verdicts with the cuts; one with fewer steps is inconclusive either way (the
+rules' ``depends_on``). The finer grid of the chapter is :mod:`scansnap.experiments.ch07_fine_grid`.
 """
 
 from __future__ import annotations
@@ -38,6 +37,7 @@ from scansnap.experiments.syn_medium_rules import (
     EtaZTrend,
     RatioTrend,
     RecallOrder,
+    permuted_cells,
 )
 from scansnap.sweep import GridConfig, GridRun
 from scansnap.verdicts import Verdict
@@ -74,7 +74,8 @@ class SweepConfig(GridConfig):
     GATED: ClassVar[tuple[str, ...]] = ("num_query", "eta_Z", "ratio", "seeds", "steps", "batch", "T", "momentum",
                                         "init")
     """The authors' sweep (``figure_6.log``: 4 datasets x 4 eta_Z x 4 ratios x seeds 1-10, 100 SGD steps with
-    momentum 0.9, batch 128, T = 128, uniform initialization) is the minimum protocol for a negative verdict."""
+    momentum 0.9, batch 128, T = 128, uniform initialization) is the paper's protocol: a run below it carries the
+    cuts, and with fewer steps its verdicts are inconclusive either way (the rules' ``depends_on``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -104,7 +105,7 @@ class SweepRun(GridRun):
     Attributes:
         recall_entry: ``(nZ, nR, nS, R)`` the paper's recall (per attention entry) on ``entry_thresholds``.
         recall_fn: ``(nZ, nR, nS, R)`` the recall of ``f_n`` on ``fn_thresholds``.
-        recall_entry_init, recall_fn_init: the same at step 0 (the control of C42).
+        recall_entry_init, recall_fn_init: the same at step 0 (context).
     """
 
     recall_entry: np.ndarray
@@ -151,10 +152,12 @@ def run_sweep(c: SweepConfig, progress: Progress | None = None) -> SweepResult:
     return SweepResult(c, tuple(runs))
 
 
-def at_start(result: SweepResult) -> SweepResult:
-    """The same runs read at step 0 (entropy and recall curves before any update): the control of the rules."""
-    runs = tuple(SweepRun(r.num_query, r.entropy_init, r.entropy_init, r.loss, r.recall_entry_init, r.recall_fn_init,
-                          r.recall_entry_init, r.recall_fn_init) for r in result.runs)
+def permuted(result: SweepResult) -> SweepResult:
+    """The same runs with their learning rates permuted across runs (per dataset and seed,
+    :func:`~scansnap.experiments.syn_medium_rules.permuted_cells`): the control of the rules."""
+    runs = tuple(SweepRun(r.num_query, *permuted_cells((r.entropy, r.entropy_init, r.loss, r.recall_entry, r.recall_fn,
+                                                        r.recall_entry_init, r.recall_fn_init), r.num_query))
+                 for r in result.runs)
     return SweepResult(result.config, runs)
 
 
@@ -256,9 +259,10 @@ def measures(a: SweepAnalysis) -> tuple[EtaZTrend, RatioTrend, RecallOrder]:
 
 
 def sweep_verdicts(result: SweepResult) -> list[Verdict]:
-    """C38, C39 and C42 from the sweep (training-sampled evidence), each against the same runs at step 0."""
+    """C38, C39 and C42 from the sweep (training-sampled evidence), each against the same runs with their learning
+    rates permuted (:func:`permuted`)."""
     c, a = result.config, analyze(result)
-    m, m0 = measures(a), measures(analyze(at_start(result)))
+    m, m0 = measures(a), measures(analyze(permuted(result)))
     argmin = "; ".join(f"q={q}: {np.round(v, 3).tolist()}" for q, v in a.argmin.items())
     link6, link11 = SWEEP.link("fig-paper-6"), SWEEP.link("fig-paper-11")
     return [RULE_C38.judge(m[0], c, control=m0[0], link=link6),

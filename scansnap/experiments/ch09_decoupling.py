@@ -19,6 +19,7 @@ the limit differ too), and measures that share at the end and after the first up
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -55,6 +56,8 @@ class DecouplingConfig(Config):
     batch: int = 128
     T: int = 128
     PRESETS = {"smoke": dict(steps=20, seeds=(1, 2, 3), batch=32, T=32), "book": {}, "paper": {}}
+    GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "batch", "T")
+    """This book's full protocol (the paper ran no such experiment): a run below it carries the cuts."""
 
     def __post_init__(self) -> None:
         check_int("num_query", self.num_query, low=2)
@@ -254,10 +257,13 @@ _NOTE = ("The thresholds are those of C33a's derivation rule, read here at the f
          "decoder is split exactly by the query of the samples that built it (from Y(0) = 0, momentum SGD is linear "
          "in the gradients). Step 0 is no control here: with Y(0) = 0 the velocity is zero; the share after the first "
          "update is kept as context.")
+_STEPS = {"steps": "the decoupling forms as the decoder learns to tell the queries apart (after the first update the "
+                   "cross-query share is still large); after fewer steps the decoder has not done so"}
 RULE_C33A_POPULATION = Rule("C33a", "training-population", TrainedDecoupling, _CRITERIA, _ALTERNATIVE,
-                            control=_CONTROL, premise=PREMISE, note=_NOTE)
+                            control=_CONTROL, premise=PREMISE, note=_NOTE, depends_on=_STEPS)
 RULE_C33A_SAMPLED = Rule("C33a", "training-sampled", TrainedDecoupling, _CRITERIA, _ALTERNATIVE, control=_CONTROL,
-                         premise=PREMISE + "; and the long-sequence limit (Lemma 2; here T is finite)", note=_NOTE)
+                         premise=PREMISE + "; and the long-sequence limit (Lemma 2; here T is finite)", note=_NOTE,
+                         depends_on=_STEPS)
 
 
 def decoupling_verdicts(r: DecouplingResult) -> list[Verdict]:

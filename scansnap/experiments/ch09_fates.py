@@ -16,22 +16,24 @@ queries (locally distinct, globally common) and a token is common among the clas
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from scansnap import figures, stats, train
-from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
+from scansnap import data, figures, stats, train
+from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch09_beyond import CHAPTER
+from scansnap.experiments.ch09_beyond import CHAPTER, RULE_C33A
 from scansnap.model_options import ModelOptions, head_params
 from scansnap.results import Config
 from scansnap.theory import residual as res
-from scansnap.verdicts import Rule, Verdict, at_least
+from scansnap.verdicts import INCONCLUSIVE, Rule, Verdict, at_least
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,10 @@ class FatesConfig(Config):
     z_std: float = 0.1
     PRESETS = {"smoke": dict(steps=20, seeds=(1, 2, 3), batch=32, T=64),
                "book": dict(etas=((1.0, 1.0), (2.0, 0.5))), "paper": {}}
+    GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "etas", "batch", "T")
+    """This book's full protocol (the ``paper`` preset: the paper ran no such experiment); a cut only labels the
+    verdicts (no rule's ``depends_on`` names one): the local or global fate is read per run, at every learning-rate
+    pair alike."""
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, low=1)
@@ -177,31 +183,43 @@ def fate_verdicts(r: FatesResult) -> list[Verdict]:
 # ------------------------------------------------------------------------------------------------
 
 
+C33A_BAR = next(c.verified for c in RULE_C33A.criteria if c.name == "cross_residual")
+"""C33a's decoupling bar: the largest share of the attention velocity from classes of other queries (0.05)."""
+
+
 @dataclass(frozen=True)
 class FlowConfig(Config):
     """Euler steps of ``dZ/dtau = Eqn 10`` (Theorem 1's coupling, ``gamma = 1``: the decoder's magnitude only rescales
-    time, so the path is the same for any ``gamma(t)``) from ``Z = 0``, ``steps`` of ``dtau``."""
+    time, so the path is the same for any ``gamma(t)``) from ``Z = 0``, ``steps`` of ``dtau``, on
+    ``cross_query_family(shared=w)``: the judged family is the first ``w`` of ``shared`` (tried in order, fixed
+    before the flows were run) whose cross-query share of the velocity at ``Z = 0`` meets C33a's bar
+    (:data:`C33A_BAR`); the hand-built family (``w = 1``, which breaks it) is kept as context."""
 
     steps: int = 1000
     dtau: float = 0.5
+    shared: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125, 0.0625)
     PRESETS = {"smoke": dict(steps=200), "book": {}, "paper": {}}
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, low=1)
         check_positive("dtau", self.dtau)
+        if not self.shared or min(self.shared) <= 0:
+            raise ValueError(f"shared: must hold at least one weight > 0; got {self.shared}")
 
     def protocol(self) -> str:
         return (f"Eqn 10 with the residual under Theorem 1's coupling (theory.residual.residual_zdot) on "
-                f"cross_query_family, from Z = 0, {self.steps} Euler steps of dtau = {self.dtau:g}")
+                f"cross_query_family(shared=w), w the first of {list(self.shared)} whose cross-query share at Z = 0 "
+                f"is at most {C33A_BAR:g} (C33a's bar), from Z = 0, {self.steps} Euler steps of dtau = {self.dtau:g}")
 
 
 @dataclass(frozen=True)
-class FlowResult:
-    """Net changes at the end of the flow ``(M, M)``: ``z_residual`` (Eqn 10 with the residual), ``z_same_query``
-    (its same-query part only), ``z_plain`` (without the residual); ``velocity0`` ``(M, M)`` the residual velocity at
-    ``Z = 0``; ``cross_share0`` its share from classes of other queries; ``global_roles``, ``local_roles``."""
+class FamilyFlow:
+    """The flows on one family ``cross_query_family(shared=shared)``: net changes at the end ``(M, M)``:
+    ``z_residual`` (Eqn 10 with the residual), ``z_same_query`` (its same-query part only), ``z_plain`` (without the
+    residual); ``velocity0`` ``(M, M)`` the residual velocity at ``Z = 0``; ``cross_share0`` its share from classes of
+    other queries; ``global_roles``, ``local_roles``."""
 
-    config: FlowConfig
+    shared: float
     z_residual: np.ndarray
     z_same_query: np.ndarray
     z_plain: np.ndarray
@@ -211,31 +229,55 @@ class FlowResult:
     local_roles: np.ndarray
 
 
-@one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
-def run_flow(config: FlowConfig, progress: Progress | None = None) -> FlowResult:
-    """The three flows (residual, its same-query part, no residual) side by side."""
-    classes = res.cross_query_family()
+@dataclass(frozen=True)
+class FlowResult:
+    """``judged``: the flows on the first family of ``config.shared`` that meets C33a's bar (the last one tried when
+    none does); ``handbuilt``: on the hand-built family (``shared = 1``, context); ``cross_share_grid``
+    ``(len(shared),)`` the cross-query share at ``Z = 0`` of each family tried."""
+
+    config: FlowConfig
+    judged: FamilyFlow
+    handbuilt: FamilyFlow
+    cross_share_grid: np.ndarray
+
+
+def _cross_share(classes: data.SequenceClasses) -> float:
+    same, cross = res.residual_zdot(classes, torch.zeros(classes.M, classes.M, dtype=torch.float64), 1.0)
+    return float(cross.norm() / (same.norm() + cross.norm()))
+
+
+def _family_flow(shared: float, config: FlowConfig, progress: Progress | None) -> FamilyFlow:
+    """The three flows (residual, its same-query part, no residual) side by side on one family."""
+    classes = res.cross_query_family(shared=shared)
     Z = [torch.zeros(classes.M, classes.M, dtype=torch.float64) for _ in range(3)]
-    same, cross = res.residual_zdot(classes, Z[0], 1.0)
-    first = (same + cross).numpy(), float(cross.norm() / (same.norm() + cross.norm()))
+    velocity0 = sum(res.residual_zdot(classes, Z[0], 1.0)).numpy()
     for _ in range(config.steps):
-        same, cross = res.residual_zdot(classes, Z[0], 1.0)
-        Z[0] = Z[0] + config.dtau * (same + cross)
+        Z[0] = Z[0] + config.dtau * sum(res.residual_zdot(classes, Z[0], 1.0))
         Z[1] = Z[1] + config.dtau * res.residual_zdot(classes, Z[1], 1.0)[0]
         Z[2] = Z[2] + config.dtau * sum(res.residual_zdot(classes, Z[2], 1.0, residual=False))
         if progress is not None:
             progress(1)
     glob, loc = res.token_roles(classes)
-    return FlowResult(config, *(z.numpy() for z in Z), *first, glob.numpy(), loc.numpy())
+    return FamilyFlow(shared, *(z.numpy() for z in Z), velocity0, _cross_share(classes), glob.numpy(), loc.numpy())
+
+
+@one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
+def run_flow(config: FlowConfig, progress: Progress | None = None) -> FlowResult:
+    """The flows on the judged family (the first of ``config.shared`` meeting C33a's bar) and on the hand-built one."""
+    grid = np.array([_cross_share(res.cross_query_family(shared=w)) for w in config.shared])
+    ok = np.nonzero(grid <= C33A_BAR)[0]
+    judged = config.shared[int(ok[0])] if ok.size else config.shared[-1]
+    return FlowResult(config, _family_flow(judged, config, progress), _family_flow(1.0, config, progress), grid)
 
 
 @dataclass(frozen=True)
 class FlowFates:
-    """C33b in the theory's own model: ``disc_local`` and ``local_all`` as :class:`FateMeasures` for the flow with the
-    residual; ``disc_local_initial`` (the same share for the velocity at ``Z = 0``), ``disc_local_same_query`` (for
-    the flow with only the same-query part of the velocity, i.e. had C33a's decoupling been exact),
-    ``disc_local_plain`` (for the flow without the residual) and ``cross_share_initial`` (share of the velocity at
-    ``Z = 0`` from classes of other queries)."""
+    """C33b in the theory's own model, on one family: ``disc_local`` and ``local_all`` as :class:`FateMeasures` for
+    the flow with the residual; ``disc_local_initial`` (the same share for the velocity at ``Z = 0``),
+    ``disc_local_same_query`` (for the flow with only the same-query part of the velocity, i.e. had C33a's decoupling
+    been exact), ``disc_local_plain`` (for the flow without the residual), ``cross_share_initial`` (share of the
+    velocity at ``Z = 0`` from classes of other queries: C33a's premise, met at most :data:`C33A_BAR`) and
+    ``shared`` (the family's shared-token weight)."""
 
     disc_local: float
     local_all: float
@@ -243,15 +285,17 @@ class FlowFates:
     disc_local_same_query: float
     disc_local_plain: float
     cross_share_initial: float
+    shared: float
 
 
-def flow_fates(r: FlowResult) -> FlowFates:
-    """:class:`FlowFates` from the flow."""
-    roles = (r.global_roles, r.local_roles)
-    full = fate_measures(r.z_residual[None], *roles)
-    return FlowFates(full.disc_local, full.local_all, fate_measures(r.velocity0[None], *roles).disc_local,
-                     fate_measures(r.z_same_query[None], *roles).disc_local,
-                     fate_measures(r.z_plain[None], *roles).disc_local, r.cross_share0)
+def flow_fates(r: FlowResult, family: str = "judged") -> FlowFates:
+    """:class:`FlowFates` of the flows on ``family`` (``"judged"`` or ``"handbuilt"``)."""
+    f: FamilyFlow = getattr(r, check_choice("family", family, ("judged", "handbuilt")))
+    roles = (f.global_roles, f.local_roles)
+    full = fate_measures(f.z_residual[None], *roles)
+    return FlowFates(full.disc_local, full.local_all, fate_measures(f.velocity0[None], *roles).disc_local,
+                     fate_measures(f.z_same_query[None], *roles).disc_local,
+                     fate_measures(f.z_plain[None], *roles).disc_local, f.cross_share0, f.shared)
 
 
 RULE_C33B_FLOW = Rule("C33b", "simulation", FlowFates, (
@@ -259,13 +303,30 @@ RULE_C33B_FLOW = Rule("C33b", "simulation", FlowFates, (
              "the flow is a rise (local rule)", 0.9, 0.6),
     at_least("local_all", "share of all entries that move as the local rule says (Theorem 2 per query)", 0.9, 0.6,
              required=False),
-), _FATE_ALTERNATIVE, note=_FATE_NOTE + " The flow's end is taken after the attention has moved by O(1) in the "
+), _FATE_ALTERNATIVE, note=_FATE_NOTE + " Judged on a family that meets C33a's premise: the cross-query share of the "
+                                        "velocity at Z = 0 at most C33a's bar 0.05 (the first shared-token weight of "
+                                        "1, 1/2, 1/4, ... that does); on a family that does not, the flow tests a "
+                                        "claim outside its premise and the verdict is inconclusive (premise not met). "
+                                        "The flow's end is taken after the attention has moved by O(1) in the "
                                         "logits; the velocity at Z = 0 and the same-query-only flow are context.")
 
 
+def premise_unmet(m: FlowFates) -> str:
+    """Why C33b cannot be judged on the flow ``m`` ("" when it can): C33b is the consequence of C33a's decoupling, so
+    a family whose cross-query share at ``Z = 0`` exceeds C33a's bar is outside the claim's premise."""
+    if m.cross_share_initial <= C33A_BAR:
+        return ""
+    return (f"premise not met: C33a's decoupling (cross-query share of the velocity at Z = 0 at most {C33A_BAR:g}; "
+            f"{m.cross_share_initial:.3g} on the family judged, shared-token weight {m.shared:g})")
+
+
 def flow_verdicts(r: FlowResult) -> list[Verdict]:
-    """C33b on simulation evidence."""
-    return [RULE_C33B_FLOW.judge(flow_fates(r), r.config, link=FLOW.link("training-local-or-global-fates"))]
+    """C33b on simulation evidence, on the judged family; inconclusive (premise not met) where it breaks C33a's bar
+    (:func:`premise_unmet`: a simulation rule has no control, so the premise is checked here, from the measures)."""
+    m = flow_fates(r)
+    v = RULE_C33B_FLOW.judge(m, r.config, link=FLOW.link("training-local-or-global-fates"))
+    why = premise_unmet(m)
+    return [dataclasses.replace(v, level=INCONCLUSIVE, reason=why) if why else v]
 
 
 FLOW = Experiment(id="ch9-flow", chapter=CHAPTER, config=FlowConfig, result=FlowResult, run=run_flow,

@@ -6,18 +6,17 @@ independent draws per head and once with every head started from one draw (tied:
 see :mod:`scansnap.model_options`), all seeds stacked in one call of :func:`scansnap.train.train`. It measures what
 the heads pick (:mod:`scansnap.heads`): the Jaccard similarity of their picked sets (X4), whether each head's winner
 is C22's ``argmax P(l|n) exp(z(0))`` and gains the most (X5), and how many distinct tokens the heads cover together
-(X6); **training-sampled** evidence, each number a change from initialization with a 95% interval over seeds.
+(X6); **training-sampled** evidence, each number with a 95% interval over seeds.
 
-The same measures on the attention at step 0 (``Z_h(0)``, before any update) are each rule's control: the random
-draw alone already separates the heads' picks, so X4 and X6 are verified only where training adds to what the draw
-gives (``spread_gain_lo``, ``ratio_gain_lo``), and X5, whose winner is ``argmax P e^{z(0)}`` at step 0 by
-construction, is read on which token *gains* the most.
+The rules and their controls live in :mod:`scansnap.experiments.heads_rules`: X4 and X6 (the draw's diversity is
+still there after training) against the tied arm, X9 (training adds to it) against the same gains between two
+untrained draws, X5 against the prediction made from another head's draw.
 
 :data:`HEADS` (``fig-ch9-heads``) is the same run in the long-sequence limit, kept as context and not judged: there
 a distinct token's logit velocity grows with its attention, so the flow keeps the order of ``P(l|n) e^{z(0)}`` and
 the outcome is fixed at initialization (the predicted token gains the most in every case, by that structure). The
-paper did not run these: the ``paper`` preset is this book's full protocol, the minimum for a negative verdict
-(``HeadsConfig.GATED``).
+paper did not run these: the ``paper`` preset is this book's full protocol (``HeadsConfig.GATED``): a run below it
+carries the cuts, and with fewer steps its verdicts are inconclusive either way (the rules' ``depends_on``).
 """
 
 from __future__ import annotations
@@ -30,14 +29,15 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from scansnap import data, figures, heads, stats, train
+from scansnap import data, figures, heads, train
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import CHAPTER
+from scansnap.experiments.heads_rules import RULE_X4, RULE_X5, RULE_X6, RULE_X9, head_controls, head_measures
 from scansnap.model_options import ModelOptions, head_params
 from scansnap.results import Config
-from scansnap.verdicts import Rule, Verdict, at_least, at_most
+from scansnap.verdicts import Verdict
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,8 @@ class HeadsConfig(Config):
     PRESETS = {"smoke": dict(heads=2, scales=(0.1, 0.3, 1.0), seeds=(1, 2), steps=20),
                "book": dict(seeds=tuple(range(1, 7)), steps=200), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "heads", "scales", "limit")
+    """This book's full protocol (the ``paper`` preset): a run below it carries the cuts; the heads rules depend on
+    the steps."""
 
     def __post_init__(self) -> None:
         check_int("num_query", self.num_query, low=1)
@@ -108,7 +110,10 @@ class HeadsResult:
     (head, class) pairs where the prediction is not the most frequent distinct token, and their count;
     ``final_loss``; ``agreement0``: ``agreement`` at step 0; ``order_kept``: share of (head, class) whose distinct
     tokens end in the order of their attention at step 0 (all of them in the long-sequence limit, where the flow
-    keeps the order of ``P(l|n) exp(z(0))``)."""
+    keeps the order of ``P(l|n) exp(z(0))``); ``agreement_other``, ``gains_most_other``, ``gains_most_differ_other``,
+    ``differ_other``: ``agreement``, ``gains_most``, ``gains_most_differ``, ``differ`` with each head's prediction made
+    from another head's draw (head ``h + 1`` mod ``H``: X5's control); ``jaccard_fresh``, ``coverage_fresh``: the step-0
+    picks of a second, untrained draw (seed + :data:`FRESH_DRAW`: X9's control)."""
 
     config: HeadsConfig
     jaccard: np.ndarray
@@ -122,6 +127,12 @@ class HeadsResult:
     coverage0: np.ndarray
     agreement0: np.ndarray
     order_kept: np.ndarray
+    agreement_other: np.ndarray
+    gains_most_other: np.ndarray
+    gains_most_differ_other: np.ndarray
+    differ_other: np.ndarray
+    jaccard_fresh: np.ndarray
+    coverage_fresh: np.ndarray
 
 
 def _gains(f0: torch.Tensor, f1: torch.Tensor, predicted: np.ndarray, classes: data.SequenceClasses
@@ -151,164 +162,50 @@ def _order_kept(f0: torch.Tensor, f1: torch.Tensor, classes: data.SequenceClasse
     return float(np.mean(kept))
 
 
+FRESH_DRAW = 1000
+"""Offset of the seeds of the second, untrained draw of X9's control (fixed before it was first run)."""
+
+
 @one_thread()  # tiny tensors: a second thread only adds contention (and changes the sums' order)
 def run_heads(config: HeadsConfig, progress: Progress | None = None) -> HeadsResult:
     """One stacked training (all seeds) per variant and scale; picks at step 0 and at the end."""
     c = config
     classes = data.syn_medium(c.num_query)
-    out = np.zeros((11, 2, len(c.scales), len(c.seeds)))
+    out = np.zeros((17, 2, len(c.scales), len(c.seeds)))
+    fresh_seeds = [s + FRESH_DRAW for s in c.seeds]
     for v, tied in enumerate((False, True)):
         for i, scale in enumerate(c.scales):
             options = ModelOptions(heads=c.heads, z_std=scale, tied=tied)
             h = train.train(classes, c.eta_Y, c.eta_Z, steps=c.steps, momentum=c.momentum, limit=c.limit,
                             batch=c.batch, T=c.T, seed=list(c.seeds), snapshot_steps=[0, c.steps], options=options)
+            fresh = train.train(classes, c.eta_Y, c.eta_Z, steps=1, momentum=c.momentum, limit=c.limit, batch=c.batch,
+                                T=c.T, seed=fresh_seeds, snapshot_steps=[0], options=options).attention[0]
             for j, seed in enumerate(c.seeds):
                 Z0 = head_params(classes.M, options, "zero", torch.Generator().manual_seed(seed))[1]
                 f0, f1 = h.attention[0][j], h.attention[-1][j]
                 picks, start = heads.head_picks(f1, Z0, classes, c.mass), heads.head_picks(f0, Z0, classes, c.mass)
+                other = heads.head_picks(f1, Z0.roll(1, 0), classes, c.mass).predicted  # head h from h - 1's draw
                 out[:, v, i, j] = (picks.jaccard, picks.coverage, (picks.winners == picks.predicted).mean(),
                                    *_gains(f0, f1, picks.predicted, classes), float(h.loss[j, -1]), start.jaccard,
                                    start.coverage, (start.winners == start.predicted).mean(),
-                                   _order_kept(f0, f1, classes))
+                                   _order_kept(f0, f1, classes), (picks.winners == other).mean(),
+                                   *_gains(f0, f1, other, classes), 0.0, 0.0)
+                Z0_fresh = head_params(classes.M, options, "zero", torch.Generator().manual_seed(fresh_seeds[j]))[1]
+                second = heads.head_picks(fresh[j], Z0_fresh, classes, c.mass)
+                out[15:, v, i, j] = second.jaccard, second.coverage
             if progress is not None:
                 progress(1)
     return HeadsResult(c, *out)
 
 
-def _interval(values: np.ndarray) -> tuple[float, float, float]:
-    """``(mean, low, high)`` of ``values`` ``(S,)`` (one per seed): Student's 95% t interval (nan ends, one seed)."""
-    return stats.t_interval(np.asarray(values, dtype=np.float64))
-
-
-@dataclass(frozen=True)
-class HeadJaccard:
-    """X4's measures (independent heads), each over seeds: ``jaccard_largest_hi`` (mean Jaccard similarity of the
-    picks at the largest scale, upper end of its 95% interval), ``trend`` (rank correlation of the mean Jaccard with
-    the scale), ``spread_gain_lo`` (per seed, the fall of the Jaccard from the smallest to the largest scale minus the
-    same fall in the seed's step-0 picks: lower end of its 95% interval), ``spread_gain`` (its mean),
-    ``jaccard_largest``, ``jaccard_smallest`` (means), ``jaccard_tied`` (tied heads, all scales), ``seeds``."""
-
-    jaccard_largest_hi: float
-    trend: float
-    spread_gain_lo: float
-    spread_gain: float
-    jaccard_largest: float
-    jaccard_smallest: float
-    jaccard_tied: float
-    seeds: int
-
-
-@dataclass(frozen=True)
-class HeadWinners:
-    """X5's measures (independent heads, every scale), per seed a share over (scale, head, class), then over seeds:
-    ``agreement_lo`` (share whose winner is ``argmax P(l|n) exp(z(0))``), ``gains_most_lo`` (share whose prediction
-    gains the most, strictly), ``gains_most_where_differ_lo`` (the same among cases where the prediction is not the
-    most frequent distinct token; seeds without such a case dropped), each the lower end of its 95% interval over
-    seeds; their means ``agreement``, ``gains_most``, ``gains_most_where_differ``; ``cases``, ``differ_cases`` (all
-    seeds), ``agreement_tied``."""
-
-    agreement_lo: float
-    gains_most_lo: float
-    gains_most_where_differ_lo: float
-    cases: int
-    differ_cases: int
-    agreement: float
-    gains_most: float
-    gains_most_where_differ: float
-    agreement_tied: float
-
-
-@dataclass(frozen=True)
-class HeadCoverage:
-    """X6's measures at the largest scale, per seed then over seeds: ``coverage_ratio_lo`` (distinct tokens picked
-    per class by independent heads over tied heads; lower end of its 95% interval), ``ratio_gain_lo`` (that ratio
-    minus the same ratio in the seed's step-0 picks; lower end), ``ratio_gain``, ``coverage_ratio``,
-    ``coverage_independent``, ``coverage_tied`` (means)."""
-
-    coverage_ratio_lo: float
-    ratio_gain_lo: float
-    ratio_gain: float
-    coverage_ratio: float
-    coverage_independent: float
-    coverage_tied: float
-
-
-_CONTROL = ("the same measures on the step-0 picks of the same run (the attention of Z_h(0), before any update; "
-            "its gains are zero)")
-RULE_X4 = Rule("X4", "training-sampled", HeadJaccard, (
-    at_most("jaccard_largest_hi", "mean Jaccard similarity of the heads' picked sets at the largest scale, upper end "
-            "of its 95% interval over seeds", 0.5, 0.8),
-    at_most("trend", "rank correlation of the mean Jaccard similarity with the initialization scale", -0.9, -0.5),
-    at_least("spread_gain_lo", "fall of the Jaccard similarity from the smallest to the largest scale minus the same "
-             "fall in the step-0 picks (what training adds to the draw), lower end of its 95% interval over seeds",
-             0.1, required=False),
-), alternative="training erases the initial prior: the heads end on the same (most frequent) tokens whatever the "
-               "scale of their draws, a Jaccard similarity near 1 at every scale",
-   control=_CONTROL,
-   note="Sampled sequences (T = 128), where the flow no longer keeps the order of P(l|n) e^{z(0)} as it does in the "
-        "long-sequence limit. The draw alone separates the picks at step 0, so the control meets the first two "
-        "criteria; only a training effect beyond it (a fall wider by a tenth of the Jaccard range, at the lower end of "
-        "its interval) verifies the claim, else inconclusive.")
-RULE_X5 = Rule("X5", "training-sampled", HeadWinners, (
-    at_least("agreement_lo", "share of (scale, head, class) whose winner is argmax P(l|n) exp(z(0)), lower end of its "
-             "95% interval over seeds", 0.9, 0.7),
-    at_least("gains_most_lo", "share of (scale, head, class) in which that token gains the most in training, lower "
-             "end of its 95% interval over seeds", 0.9, 0.6),
-    at_least("gains_most_where_differ_lo", "the same among cases where it is not the most frequent distinct token, "
-             "lower end", 0.9, 0.5),
-    at_least("cases", "number of (seed, scale, head, class) cases", 50, 10),
-), alternative="the initial logits play no role: the most frequent distinct token gains the most and wins (argmax "
-               "P e^{z(0)} is on top at step 0 by construction, so being on top cannot tell; gaining the most can)",
-   control=_CONTROL,
-   note="Independent heads at every scale, sampled sequences (T = 128); the thresholds on the gains are those of C22's "
-        "rule in Chapter 5, read at the lower end of the seeds' 95% interval.")
-RULE_X6 = Rule("X6", "training-sampled", HeadCoverage, (
-    at_least("coverage_ratio_lo", "distinct tokens picked by some head per class, independent over tied heads, at the "
-             "largest scale: lower end of its 95% interval over seeds", 1.5, 1.1),
-    at_least("ratio_gain_lo", "that ratio minus the same ratio in the step-0 picks (what training adds to the draw), "
-             "lower end of its 95% interval over seeds", 0.5, required=False),
-), alternative="no diversity beyond one head: independent heads together pick no more distinct tokens than one head "
-               "of the same width (a ratio near 1)",
-   control=_CONTROL,
-   note="Sampled sequences (T = 128). At step 0 the draw alone gives independent heads more tokens, so the control "
-        "meets the first criterion; only a training effect of the claim's own margin (0.5, at the lower end of its "
-        "interval) verifies the claim, else inconclusive.")
-
-
-def head_measures(r: HeadsResult, *, start: bool = False) -> tuple[HeadJaccard, HeadWinners, HeadCoverage]:
-    """X4-X6's measures of the run (``start``: of its step-0 picks, the control: no token has gained there)."""
-    c = r.config
-    jaccard, coverage = (r.jaccard0, r.coverage0) if start else (r.jaccard, r.coverage)
-    gains = np.zeros_like(r.gains_most) if start else r.gains_most
-    wins_differ = np.zeros_like(r.gains_most_differ) if start else r.gains_most_differ
-    spread = (jaccard[0, 0] - jaccard[0, -1]) - (r.jaccard0[0, 0] - r.jaccard0[0, -1])  # (S,)
-    gain_mean, gain_lo, _ = _interval(spread)
-    jac = jaccard[0].mean(1)
-    x4 = HeadJaccard(_interval(jaccard[0, -1])[2], stats.spearman(np.array(c.scales), jac), gain_lo, gain_mean,
-                     float(jac[-1]), float(jac[0]), float(jaccard[1].mean()), len(c.seeds))
-    agreement = (r.agreement0 if start else r.agreement)[0].mean(0)  # (S,): share over (scale, head, class)
-    differ = r.differ[0].sum(0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        where_differ = np.where(differ > 0, wins_differ[0].sum(0) / differ, np.nan)
-    wd_mean, wd_lo, _ = _interval(where_differ)
-    g_mean, g_lo, _ = _interval(gains[0].mean(0))
-    x5 = HeadWinners(_interval(agreement)[1], g_lo, wd_lo, len(c.scales) * len(c.seeds) * c.heads * 2 * c.num_query,
-                     int(differ.sum()), float(agreement.mean()), g_mean, wd_mean,
-                     float((r.agreement0 if start else r.agreement)[1].mean()))
-    ratio = coverage[0, -1] / coverage[1, -1]
-    rg_mean, rg_lo, _ = _interval(ratio - r.coverage0[0, -1] / r.coverage0[1, -1])
-    x6 = HeadCoverage(_interval(ratio)[1], rg_lo, rg_mean, float(ratio.mean()), float(coverage[0, -1].mean()),
-                      float(coverage[1, -1].mean()))
-    return x4, x5, x6
-
-
 def head_verdicts(r: HeadsResult) -> list[Verdict]:
-    """X4-X6 on sampled training, each against the same measures on the step-0 picks of the same run."""
+    """X4, X5, X6 and X9 on sampled training, each against its control
+    (:func:`~scansnap.experiments.heads_rules.head_controls`)."""
     if r.config.limit != "sampled":
-        raise ValueError(f"config: X4-X6 are judged on sampled sequences; got limit={r.config.limit!r}")
+        raise ValueError(f"config: X4-X6 and X9 are judged on sampled sequences; got limit={r.config.limit!r}")
     link = HEADS_SAMPLED.link()
     return [rule.judge(m, r.config, control=m0, link=link) for rule, m, m0 in
-            zip((RULE_X4, RULE_X5, RULE_X6), head_measures(r), head_measures(r, start=True), strict=True)]
+            zip(RULES, head_measures(r), head_controls(r), strict=True)]
 
 
 def heads_table(r: HeadsResult) -> dict[str, np.ndarray]:
@@ -365,4 +262,4 @@ HEADS_SAMPLED = Experiment(
 )
 
 EXPERIMENTS = [HEADS, HEADS_SAMPLED]
-RULES = [RULE_X4, RULE_X5, RULE_X6]
+RULES = [RULE_X4, RULE_X5, RULE_X6, RULE_X9]
