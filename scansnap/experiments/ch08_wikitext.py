@@ -6,8 +6,8 @@
   drift of the held-out maps against the random-walk floor of their per-step jitter
   (:mod:`scansnap.experiments.wikitext_freeze`).
 * :data:`FREEZE_DEEP` (``ch8-freeze-deep``, ``fig-ch8-freeze-deep``): the same for the first layer of a
-  ``layers``-layer model, one seed. C40 (:func:`c40_verdicts`) reads the 1-layer model over its seeds from
-  ``ch8-freeze`` and this model from ``ch8-freeze-deep``, as the paper states it for both.
+  ``layers``-layer model, one seed. C40a, C40b, P2 and P3 (:func:`snap_verdicts`) read the 1-layer model over its
+  seeds from ``ch8-freeze`` and this model from ``ch8-freeze-deep``, as the paper states it for both.
 * The model without positional encoding and the token study: :mod:`scansnap.experiments.ch08_nope`;
   Figure 10: :mod:`scansnap.experiments.ch08_rates` (both import this module).
 
@@ -16,7 +16,7 @@ Data (:meth:`WikiConfig.splits`): the ``book`` and ``smoke`` profiles train on `
 (the authors' data) when the folder has ``train.txt``, else on ``valid.txt`` + ``test.txt`` less every tenth article,
 evaluated on those held-out articles, with the full vocabulary of that training text
 (:func:`scansnap.lm_train.article_corpus`); the result's note says which. The paper's protocol (the ``paper``
-preset) is the minimum for a negative verdict (``GATED``): a smaller run that fails a rule is inconclusive.
+preset) is the reference of the protocol labels (``GATED``): a run below it carries its cuts in both directions.
 """
 
 
@@ -35,8 +35,9 @@ from scansnap import lm, lm_train, wikitext
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
+from scansnap.experiments import wikitext_snap as ws
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.wikitext_freeze import RULE_C40, freeze_measures, held_at_start
+from scansnap.experiments.wikitext_freeze import freeze_measures
 from scansnap.results import Config
 from scansnap.verdicts import Verdict
 
@@ -45,7 +46,7 @@ SMOKE = dict(train_split="valid", eval_split="test", vocab_cap=300, max_train_to
 BOOK = dict(train_split="valid", eval_split="test", vocab_cap=2000, eval_sequences=200)
 """The data presets of Chapter 8's ``smoke`` and ``book`` profiles (the ``paper`` profile: the defaults)."""
 GATED_DATA = ("train_split", "vocab_cap", "max_train_tokens", "batch", "bptt", "d", "d_hid")
-"""The fields of :class:`WikiConfig` on which the paper's protocol is the minimum for a negative verdict."""
+"""The fields of :class:`WikiConfig` whose cut below the paper's protocol labels a verdict (both directions)."""
 
 
 @dataclass(frozen=True)
@@ -184,7 +185,19 @@ class FreezeConfig(WikiConfig):
     }
     GATED: ClassVar[tuple[str, ...]] = (*GATED_DATA, "steps", "seeds")
     """The paper's Figure 7 (the tutorial on the full training text and vocabulary, maps to step 1500, three seeds
-    here) is the minimum protocol for a negative verdict on C40."""
+    here): a run below it labels C40a/C40b/P2/P3 with its cuts in both directions (no rule names a cut it depends
+    on)."""
+    NOT_GATED: ClassVar[dict[str, str]] = {
+        "eval_split": "the held-out text follows from the training text (the book profile trains on valid.txt, so it "
+                      "holds out test.txt): the training text is the gated cut (train_split), the held-out one is "
+                      "never trained on in either profile",
+        "eval_sequences": "how many held-out windows the entropy, loss and freeze rate average over (200 against "
+                          "400): the precision of a mean over windows, not the mechanism; the seeds' spread is in "
+                          "the t intervals",
+        "window": "the late and first window W scale with the gated steps (a third of the run in every profile): "
+                  "fixed by steps, which is gated",
+        "shown": "the checkpoints the figure draws; no rule reads them",
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -338,23 +351,28 @@ def freeze_checkpoints(r: FreezeResult) -> dict[str, tuple[np.ndarray, np.ndarra
     return out
 
 
-def c40_verdicts(freeze: FreezeResult, deep: FreezeResult) -> list[Verdict]:
-    """C40 from the 1-layer runs of ``ch8-freeze`` (over their seeds) and the multi-layer run of
-    ``ch8-freeze-deep`` (its first seed), against the same models held at step 0; the protocol is the less complete
-    of the two (a cut in either gates the verdict)."""
+def snap_verdicts(freeze: FreezeResult, deep: FreezeResult) -> list[Verdict]:
+    """C40a, C40b, P2 and P3 (:mod:`scansnap.experiments.wikitext_snap`) from the 1-layer runs of ``ch8-freeze`` (over
+    their seeds) and the multi-layer run of ``ch8-freeze-deep`` (its first seed), each against its control; the
+    protocol is the less complete of the two."""
     one, multi = freeze.runs, deep.runs[0]
-    m = freeze_measures(one, multi)
+    m = ws.snap_measures([ws.snap_run(t) for t in one], ws.snap_run(multi))
+    control = ws.snap_measures([ws.snap_control(t) for t in one], ws.snap_control(multi))
+    old = freeze_measures(one, multi)
     details = (f"ch8-freeze: {len(one)} seed(s) {list(freeze.config.seeds)}, 1 layer; ch8-freeze-deep: seed "
                f"{deep.config.seeds[0]}, {deep.config.layers} layers; data: {freeze.note}; {freeze.train_tokens:,} "
                f"training tokens; held-out loss {np.mean([t.heldout_loss[0] for t in one]):.2f} -> "
                f"{np.mean([t.heldout_loss[-1] for t in one]):.2f} (1 layer, mean), {multi.heldout_loss[0]:.2f} -> "
-               f"{multi.heldout_loss[-1]:.2f} (multi-layer); drift ratio in the first window {m.early_drift_1:.2f} "
-               f"(1 layer), {m.early_drift_multi:.2f} (multi-layer); attention on the diagonal "
+               f"{multi.heldout_loss[-1]:.2f} (multi-layer); final held-out entropy "
+               f"{np.round([t.entropy[-1] for t in one], 3).tolist()} nats (1 layer), {multi.entropy[-1]:.3f} "
+               f"(multi-layer); retired drift ratio against the jitter floor: first window {old.early_drift_1:.2f}, "
+               f"last {old.late_drift_1:.2f} (1 layer, mean), {old.early_drift_multi:.2f} and "
+               f"{old.late_drift_multi:.2f} (multi-layer); attention on the diagonal "
                f"{np.mean([t.diagonal[-1] for t in one]):.2f}, on <unk> {np.mean([t.unk[-1] for t in one]):.3f} "
                f"(uniform: {freeze.unk_uniform:.3f}) at the end (1 layer)")
     cut = deep.config if deep.config.shortfall() and not freeze.config.shortfall() else freeze.config
-    control = freeze_measures([held_at_start(t) for t in one], held_at_start(multi))
-    return [RULE_C40.judge(m, cut, control=control, details=details, link=FREEZE.link("fig-paper-7"))]
+    link = FREEZE.link("fig-paper-7")
+    return [rule.judge(m, cut, control=control, details=details, link=link) for rule in ws.RULES]
 
 
 _CAPTION = ("first-layer attention of one held-out WikiText-2 window and of one training window at several steps "
@@ -379,4 +397,4 @@ FREEZE_DEEP = Experiment(
 )
 
 EXPERIMENTS = [FREEZE, FREEZE_DEEP]
-RULES = [RULE_C40]
+RULES = ws.RULES

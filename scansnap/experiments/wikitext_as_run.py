@@ -4,9 +4,11 @@ A configuration's protocol gate (:meth:`scansnap.results.Config.shortfall`) asks
 machine: a run made now without it trains on valid + test less the held-out articles, a reduced protocol. A run
 *stored* on a machine without ``train.txt`` stays that reduced run when a reader who has downloaded ``train.txt``
 builds the book: :class:`AsRun` answers the gate from the run's own note (what it trained on, recorded when it ran),
-so that a stored negative can never read "not reproduced" where the run itself was below the paper's protocol.
+so that a stored run is labelled with the cut it was actually made under ("reduced protocol: ..."), in both
+directions (no Chapter 8 rule names ``train_split`` in its ``depends_on``: the cut labels, it does not decide).
 
-:func:`c40_as_run` is C40 (:func:`scansnap.experiments.ch08_wikitext.c40_verdicts`) judged that way; Figure 10's
+:func:`snap_as_run` is C40a, C40b, P2 and P3 (:func:`scansnap.experiments.ch08_wikitext.snap_verdicts`) judged that
+way; Figure 10's
 rule (:mod:`scansnap.experiments.ch08_rates`) uses :class:`AsRun` directly. This module is not imported by the
 modules that run the stored experiments, so it can change without making their stores stale.
 """
@@ -19,7 +21,7 @@ from typing import Any
 from scansnap.experiments import ch08_wikitext as ch8
 from scansnap.verdicts import Verdict
 
-__all__ = ["AsRun", "c40_as_run", "without_train_txt"]
+__all__ = ["AsRun", "snap_as_run", "without_train_txt"]
 
 # The gate's words for the fallback text (``ch08_wikitext.WikiConfig.shortfall``), replaced by the run's own.
 _FALLBACK = "trained on valid + test"
@@ -57,8 +59,8 @@ class AsRun:
         return tuple(phrase for _, phrase in self.cuts())
 
 
-def c40_as_run(freeze: ch8.FreezeResult, deep: ch8.FreezeResult) -> list[Verdict]:
-    """C40 (:func:`scansnap.experiments.ch08_wikitext.c40_verdicts`) with each run's gate read from its own note:
-    the verdicts for ``freeze`` (``ch8-freeze``) and ``deep`` (``ch8-freeze-deep``) as they were made."""
-    return ch8.c40_verdicts(replace(freeze, config=AsRun(freeze.config, freeze.note)),
-                            replace(deep, config=AsRun(deep.config, deep.note)))
+def snap_as_run(freeze: ch8.FreezeResult, deep: ch8.FreezeResult) -> list[Verdict]:
+    """C40a, C40b, P2 and P3 (:func:`scansnap.experiments.ch08_wikitext.snap_verdicts`) with each run's cuts read from
+    its own note: the verdicts for ``freeze`` (``ch8-freeze``) and ``deep`` (``ch8-freeze-deep``) as they were made."""
+    return ch8.snap_verdicts(replace(freeze, config=AsRun(freeze.config, freeze.note)),
+                             replace(deep, config=AsRun(deep.config, deep.note)))
