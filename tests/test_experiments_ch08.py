@@ -91,7 +91,7 @@ def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freez
     relies on: nothing in a run depends on its total length), and a store with an altered map fails."""
     from scansnap import evidence
 
-    evidence.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke", root=tmp_path)
+    evidence.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke", root=tmp_path, allow_dirty=True)
     prefix = ch8.freeze_prefix(freeze.config, 5)
     assert (prefix.steps, prefix.every, prefix.shown, prefix.window, prefix.seeds) == (
         5, 5, (0, 5), 5, freeze.config.seeds[:1])  # exactly the compared steps, checkpointed at 0 and 5 only

@@ -63,7 +63,7 @@ def test_seeds_in_separate_processes_give_the_same_runs(made, monkeypatch) -> No
 def test_a_stored_grid_verifies_by_its_prefix_and_a_tampered_one_fails(made, tmp_path: Path, _data) -> None:
     from scansnap import evidence
 
-    evidence.store(ch8r.RATES, made.config, made.result, made.wall_time_s, profile="smoke", root=tmp_path)
+    evidence.store(ch8r.RATES, made.config, made.result, made.wall_time_s, profile="smoke", root=tmp_path, allow_dirty=True)
     prefix = wr.rates_prefix(made.config, 3)
     assert (prefix.steps, prefix.every, prefix.seeds, prefix.lrs) == (3, 3, made.config.seeds[:1], made.config.lrs)
     assert evidence.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path, rtol=0, atol=0) == []

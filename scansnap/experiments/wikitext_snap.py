@@ -269,3 +269,17 @@ RULE_P3 = Rule(
 
 RULES = [RULE_C40A, RULE_C40B, RULE_P2, RULE_P3]
 """Chapter 8's rules on Figure 7's stored runs (collected through :mod:`scansnap.experiments.ch08_wikitext`)."""
+
+
+def snap_table(runs: Sequence[tuple[str, Trajectory]]) -> str:
+    """A markdown table, one row per ``(name, trajectory)``: the freeze measures over the last window and over the
+    first (the control), the entropy at the end, the moved mass and the temperature null's."""
+    head = ("| run | TV last window (first) | rows keeping their key, last (first) | rate / peak, last (first) | "
+            "final entropy, nats | moved mass (temperature null) |\n|---|---|---|---|---|---|\n")
+    rows = []
+    for name, tr in runs:
+        m, c = snap_run(tr), snap_control(tr)
+        rows.append(f"| {name} | {m.tv_late:.2f} ({c.tv_late:.2f}) | {m.kept_late:.0%} ({c.kept_late:.0%}) | "
+                    f"{m.rate_drop:.2f} ({c.rate_drop:.2f}) | {m.entropy_end:.3f} | {m.moved_mass:.2f} "
+                    f"({c.moved_mass:.2f}) |")
+    return head + "\n".join(rows)

@@ -112,3 +112,17 @@ def eta_t_null(lrs: np.ndarray, entropy: np.ndarray, stop: np.ndarray, every: in
                         for k in range(R)])
     at_eta = np.array([[_read(ref[k % S], every, eta_t / lrs[-1]) for j in range(S)] for k in range(R)])
     return at_stop, at_eta
+
+
+def late_change_table(lrs: tuple[float, ...], entropy: np.ndarray, stop: np.ndarray, every: int,
+                      span: int = 300) -> str:
+    """A markdown table, one row per rate of ``entropy`` ``(R, S, E)``: the mean over seeds of the entropy where the
+    runs stopped (``stop`` ``(R, S)``) and its relative change over the last ``span`` steps before the stop (what a
+    store of entropies alone can say of a freeze: it holds no maps)."""
+    rows = ["| rate | entropy where the runs stopped, nats | its change over the last "
+            f"{span} steps |", "|---|---|---|"]
+    for i, lr in enumerate(lrs):
+        end = np.array([_read(entropy[i, j], every, stop[i, j]) for j in range(stop.shape[1])])
+        back = np.array([_read(entropy[i, j], every, max(stop[i, j] - span, 0)) for j in range(stop.shape[1])])
+        rows.append(f"| {lr:g} | {end.mean():.3f} | {np.mean((end - back) / back):+.0%} |")
+    return "\n".join(rows)
