@@ -97,10 +97,11 @@ class Judged:
 
 def judged(r: RatesResult) -> Judged:
     """:class:`Judged` of Figure 10's grid (the rates: those outside the degenerate regime,
-    :func:`scansnap.experiments.wikitext_steady.degenerate`)."""
+    :func:`scansnap.experiments.wikitext_steady.degenerate`; every rate when fewer than ``min_rates`` are, and then
+    the verdict is inconclusive)."""
     c = r.config
     bad = wst.degenerate(r.final("heldout_loss"))
-    keep = ~bad
+    keep = ~bad if (~bad).sum() >= c.min_rates else np.ones(len(c.lrs), dtype=bool)  # too few: measured on all
     lrs = tuple(x for x, k in zip(c.lrs, keep, strict=True) if k)
     x, ent, stop = np.asarray(lrs), r.entropy[keep], r.stop[keep]
     eta_t, at_eta = wst.matched(x, ent, stop, c.every)
@@ -199,8 +200,9 @@ def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
                f"(step 0 {np.round(r.entropy[:, :, 0].mean(1), 3).tolist()}); held-out loss "
                f"{np.round(r.final('heldout_loss').mean(1), 2).tolist()}; matched eta*t = {j.eta_t:g}; stop steps "
                f"{r.stop.tolist()}")
-    too_small = (f"fewer than {c.min_rates} rates outside the degenerate regime ({list(j.lrs)})"
-                 if len(j.lrs) < c.min_rates else "")
+    fine = len(c.lrs) - len(j.degenerate)
+    too_small = (f"only {fine} of {len(c.lrs)} rates outside the degenerate regime ({c.min_rates} needed); measured "
+                 f"on every rate" if fine < c.min_rates else "")
     config = _WithCuts(AsRun(c, r.note), convergence_cut(r, j.steady))
     return rule.judge(j.order, config, control=j.control, details=details, link=link, too_small=too_small,
                       scope=f"{rule.claim}: {c.layers}-layer runs, first layer")
