@@ -130,6 +130,9 @@ def test_c41_leaves_the_degenerate_regime_out_and_is_inconclusive_with_too_few_r
     bad = _result(_grid([2.0, 1.7, 1.4, 1.1, 0.8]), loss_end=[5.9, 5.9, 7.0, 7.0, 7.0])
     (v,) = ch8r.rates_verdicts(bad)
     assert v.level == "inconclusive" and "only 2 of 5 rates outside the degenerate regime" in v.reason
+    # a smaller rate that is behind is slow, not degenerate: only rates above the best one can be
+    assert not wst.degenerate(np.array([[7.0], [6.5], [5.9], [5.9], [6.0]])).any()
+    assert wst.degenerate(np.array([[6.0], [5.9], [6.5]])).tolist() == [False, False, True]
 
 
 def test_the_steady_stop_ignores_noise_on_a_falling_loss_and_stops_on_a_plateau() -> None:

@@ -160,8 +160,9 @@ def snap_control(tr: Trajectory) -> SnapRun:
 @dataclass(frozen=True)
 class Snap:
     """C40a, C40b, P2 and P3's measures: the 1-layer model over seeds (``_1``: the end of the 95% t interval over
-    seeds far from the claim's alternative; ``ch8-freeze``) and the first layer of the multi-layer model (``_multi``,
-    ``ch8-freeze-deep``, one seed). Fields as :class:`SnapRun`; ``seeds_1``: how many 1-layer seeds."""
+    seeds far from the claim's alternative, clipped to [0, 1] for the shares; ``ch8-freeze``) and the first layer
+    of the multi-layer model (``_multi``, ``ch8-freeze-deep``, one seed). Fields as :class:`SnapRun`; ``seeds_1``:
+    how many 1-layer seeds."""
 
     entropy_fall_1_low: float
     moved_mass_1_low: float
@@ -181,6 +182,7 @@ class Snap:
 
 
 _HIGH = ("tv_late", "rate_drop")  # smaller is the claim: the upper end is far from the alternative
+_UNIT = ("moved_mass", "tv_late", "kept_late")  # shares: an interval end is clipped to [0, 1]
 
 
 def snap_measures(one: Sequence[SnapRun], multi: SnapRun) -> Snap:
@@ -188,7 +190,8 @@ def snap_measures(one: Sequence[SnapRun], multi: SnapRun) -> Snap:
     ones: dict[str, float] = {}
     for name in SnapRun.__dataclass_fields__:
         _, low, high = stats.t_interval(np.array([getattr(r, name) for r in one]))
-        ones[f"{name}_1_{'high' if name in _HIGH else 'low'}"] = high if name in _HIGH else low
+        end = high if name in _HIGH else low
+        ones[f"{name}_1_{'high' if name in _HIGH else 'low'}"] = float(np.clip(end, 0, 1)) if name in _UNIT else end
     return Snap(**ones, **{f"{k}_multi": getattr(multi, k) for k in SnapRun.__dataclass_fields__},
                 seeds_1=len(one))
 

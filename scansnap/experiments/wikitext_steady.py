@@ -25,8 +25,9 @@ from scansnap._checks import check_fraction, check_int
 __all__ = ["DEGENERATE", "SteadyStop", "degenerate", "eta_t_null", "matched", "steady_stops"]
 
 DEGENERATE = 0.05
-"""A learning rate is the degenerate regime when its mean held-out loss where the runs stopped is more than this
-share above the best rate's (the stored grid: rate 8 at 6.34-6.66 against 5.8-5.95 for the others)."""
+"""A learning rate is the degenerate regime when it is larger than the rate with the lowest mean held-out loss where
+the runs stopped and its own mean is more than this share above that (too large a rate: the stored grid's rate 8 at
+6.34-6.66 against 5.8-5.95 for the others). A smaller rate that is behind is slower, not degenerate."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,11 @@ def steady_stops(loss: np.ndarray, every: int, rule: SteadyStop) -> np.ndarray:
 
 
 def degenerate(final_loss: np.ndarray, share: float = DEGENERATE) -> np.ndarray:
-    """``(R,)``: the rates whose mean final held-out loss over seeds (``final_loss`` ``(R, S)``) is more than ``share``
-    above the lowest such mean."""
+    """``(R,)``: the rates (increasing) above the one with the lowest mean final held-out loss over seeds
+    (``final_loss`` ``(R, S)``) whose own mean is more than ``share`` above it."""
     mean = np.nanmean(final_loss, axis=1)
-    return mean > (1 + share) * np.nanmin(mean)
+    best = int(np.nanargmin(mean))
+    return (np.arange(len(mean)) > best) & (mean > (1 + share) * mean[best])
 
 
 def _read(curve: np.ndarray, every: int, step: float) -> float:
