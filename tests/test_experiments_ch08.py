@@ -18,6 +18,7 @@ from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import ch08_wikitext as ch8  # noqa: E402
 from scansnap.experiments import wikitext_figures as figs  # noqa: E402
 from scansnap.experiments import wikitext_snap as ws  # noqa: E402
+from scansnap.experiments.wikitext_as_run import snap_verdicts  # noqa: E402
 
 DATA = wikitext_found().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
 pytestmark = needs_wikitext()
@@ -109,13 +110,14 @@ def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freez
 
 def test_snap_verdicts_are_c40a_c40b_p2_p3_from_both_experiments_each_against_its_control(freeze, deep) -> None:
     r = freeze.result
-    vs = ch8.snap_verdicts(r, deep.result)
+    vs = snap_verdicts(r, deep.result)
     assert [(v.claim, v.evidence) for v in vs] == [(c, "real-data") for c in ("C40a", "C40b", "P2", "P3")]
     m = ws.snap_measures([ws.snap_run(t) for t in r.runs], ws.snap_run(deep.result.runs[0]))
     for v in vs:
         assert v.protocol == freeze.config.protocol() and v.link.endswith("08-wikitext.html#fig-paper-7")
         assert "ch8-freeze:" in v.details and "retired drift ratio" in v.details
-        assert v.numbers == ws.RULE_C40A.numbers(m) and v.control_level
+        rule = next(r for r in ws.RULES if r.claim == v.claim)
+        assert v.numbers == rule.numbers(ws.project(m, rule.measures)) and v.control_level
         # the smoke run is far below the paper's protocol: labelled with its cuts, whichever way its rule goes
         assert any(cut.startswith("steps 6") for cut in v.reduced) and "reduced protocol" in v.label()
 

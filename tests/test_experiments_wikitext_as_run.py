@@ -11,7 +11,7 @@ import pytest
 from scansnap import evidence, wikitext
 from scansnap.experiments import ch08_wikitext as ch8
 from scansnap.experiments import wikitext_rates as wr
-from scansnap.experiments.wikitext_as_run import AsRun, snap_as_run, without_train_txt
+from scansnap.experiments.wikitext_as_run import AsRun, snap_as_run, snap_verdicts, without_train_txt
 
 MISSING = "train.txt is not in /x: could NOT train on it as the paper did; ..."
 
@@ -40,7 +40,7 @@ def test_a_stored_run_is_labelled_by_its_own_training_text_on_a_machine_with_tra
     deep = replace(deep, config=deep.config.replace(seeds=(1, 2, 3)))  # no cut but the training text's
     monkeypatch.setattr(wikitext, "has_split", lambda split, data=None: True)  # the reader has downloaded train.txt
     assert ch8.FreezeConfig.preset("paper").shortfall() == ()
-    naive = ch8.snap_verdicts(one, deep)  # the label read off the reader's machine: no cut at all
+    naive = snap_verdicts(one, deep)  # the label read off the reader's machine: no cut at all
     assert all(not v.reduced for v in naive)
     for v, n in zip(snap_as_run(one, deep), naive, strict=True):
         # the same level (the cut labels, it does not decide), with the run's own training text in the label
@@ -49,7 +49,7 @@ def test_a_stored_run_is_labelled_by_its_own_training_text_on_a_machine_with_tra
 
 def test_snap_as_run_equals_the_labels_of_this_machine_without_train_txt(stored_freeze) -> None:
     one, deep = stored_freeze
-    for v, here in zip(snap_as_run(one, deep), ch8.snap_verdicts(one, deep), strict=True):
+    for v, here in zip(snap_as_run(one, deep), snap_verdicts(one, deep), strict=True):
         assert v.numbers == pytest.approx(here.numbers, nan_ok=True)
         assert (v.level, v.reduced) == (here.level, (
             "trained on valid + test less the held-out articles: train.txt was missing when the run was made (paper "

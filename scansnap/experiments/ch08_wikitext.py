@@ -6,7 +6,8 @@
   drift of the held-out maps against the random-walk floor of their per-step jitter
   (:mod:`scansnap.experiments.wikitext_freeze`).
 * :data:`FREEZE_DEEP` (``ch8-freeze-deep``, ``fig-ch8-freeze-deep``): the same for the first layer of a
-  ``layers``-layer model, one seed. C40a, C40b, P2 and P3 (:func:`snap_verdicts`) read the 1-layer model over its
+  ``layers``-layer model, one seed. C40a, C40b, P2 and P3
+  (:func:`scansnap.experiments.wikitext_as_run.snap_verdicts`) read the 1-layer model over its
   seeds from ``ch8-freeze`` and this model from ``ch8-freeze-deep``, as the paper states it for both.
 * The model without positional encoding and the token study: :mod:`scansnap.experiments.ch08_nope`;
   Figure 10: :mod:`scansnap.experiments.ch08_rates` (both import this module).
@@ -37,9 +38,7 @@ from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
 from scansnap.experiments import wikitext_snap as ws
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.wikitext_freeze import freeze_measures
 from scansnap.results import Config
-from scansnap.verdicts import Verdict
 
 CHAPTER = "book/chapters/08-wikitext"
 SMOKE = dict(train_split="valid", eval_split="test", vocab_cap=300, max_train_tokens=14_000, eval_sequences=16)
@@ -349,30 +348,6 @@ def freeze_checkpoints(r: FreezeResult) -> dict[str, tuple[np.ndarray, np.ndarra
     for seed, tr in zip(r.config.seeds, r.runs, strict=True):
         out |= trajectory_checkpoints(f"seed{seed}", tr)
     return out
-
-
-def snap_verdicts(freeze: FreezeResult, deep: FreezeResult) -> list[Verdict]:
-    """C40a, C40b, P2 and P3 (:mod:`scansnap.experiments.wikitext_snap`) from the 1-layer runs of ``ch8-freeze`` (over
-    their seeds) and the multi-layer run of ``ch8-freeze-deep`` (its first seed), each against its control; the
-    protocol is the less complete of the two."""
-    one, multi = freeze.runs, deep.runs[0]
-    m = ws.snap_measures([ws.snap_run(t) for t in one], ws.snap_run(multi))
-    control = ws.snap_measures([ws.snap_control(t) for t in one], ws.snap_control(multi))
-    old = freeze_measures(one, multi)
-    details = (f"ch8-freeze: {len(one)} seed(s) {list(freeze.config.seeds)}, 1 layer; ch8-freeze-deep: seed "
-               f"{deep.config.seeds[0]}, {deep.config.layers} layers; data: {freeze.note}; {freeze.train_tokens:,} "
-               f"training tokens; held-out loss {np.mean([t.heldout_loss[0] for t in one]):.2f} -> "
-               f"{np.mean([t.heldout_loss[-1] for t in one]):.2f} (1 layer, mean), {multi.heldout_loss[0]:.2f} -> "
-               f"{multi.heldout_loss[-1]:.2f} (multi-layer); final held-out entropy "
-               f"{np.round([t.entropy[-1] for t in one], 3).tolist()} nats (1 layer), {multi.entropy[-1]:.3f} "
-               f"(multi-layer); retired drift ratio against the jitter floor: first window {old.early_drift_1:.2f}, "
-               f"last {old.late_drift_1:.2f} (1 layer, mean), {old.early_drift_multi:.2f} and "
-               f"{old.late_drift_multi:.2f} (multi-layer); attention on the diagonal "
-               f"{np.mean([t.diagonal[-1] for t in one]):.2f}, on <unk> {np.mean([t.unk[-1] for t in one]):.3f} "
-               f"(uniform: {freeze.unk_uniform:.3f}) at the end (1 layer)")
-    cut = deep.config if deep.config.shortfall() and not freeze.config.shortfall() else freeze.config
-    link = FREEZE.link("fig-paper-7")
-    return [rule.judge(m, cut, control=control, details=details, link=link) for rule in ws.RULES]
 
 
 _CAPTION = ("first-layer attention of one held-out WikiText-2 window and of one training window at several steps "

@@ -31,9 +31,9 @@ from scansnap import stats
 from scansnap.lm_train import Trajectory
 from scansnap.verdicts import Rule, at_least, at_most
 
-__all__ = ["CARRY", "RULE_C40A", "RULE_C40B", "RULE_P2", "RULE_P3", "Snap", "SnapRun", "carried", "kept_share",
-           "moved_mass", "rate_drop", "row_entropy", "snap_control", "snap_measures", "snap_run", "temperature_null",
-           "total_variation"]
+__all__ = ["CARRY", "RULES", "RULE_C40A", "RULE_C40B", "RULE_P2", "RULE_P3", "Collapse", "Frozen", "Snap", "SnapRun",
+           "Sparse", "carried", "kept_share", "moved_mass", "project", "rate_drop", "row_entropy", "snap_control",
+           "snap_measures", "snap_run", "snap_table", "temperature_null", "total_variation"]
 
 CARRY = 4.0
 """P3's known collapse: the final logits multiplied by this (as X8 carries Chapter 5's logits 4x)."""
@@ -196,6 +196,47 @@ def snap_measures(one: Sequence[SnapRun], multi: SnapRun) -> Snap:
                 seeds_1=len(one))
 
 
+@dataclass(frozen=True)
+class Sparse:
+    """C40a's measures: the sparsity fields of :class:`Snap`."""
+
+    entropy_fall_1_low: float
+    moved_mass_1_low: float
+    entropy_fall_multi: float
+    moved_mass_multi: float
+    seeds_1: int
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """C40b's measures: the freeze fields of :class:`Snap`."""
+
+    tv_late_1_high: float
+    kept_late_1_low: float
+    rate_drop_1_high: float
+    loss_fall_1_low: float
+    tv_late_multi: float
+    kept_late_multi: float
+    rate_drop_multi: float
+    loss_fall_multi: float
+    seeds_1: int
+
+
+@dataclass(frozen=True)
+class Collapse:
+    """P3's measures: the final entropy fields of :class:`Snap`."""
+
+    entropy_end_1_low: float
+    entropy_end_multi: float
+    seeds_1: int
+
+
+def project(m: Snap, cls: type):
+    """The fields of ``cls`` (:class:`Sparse`, :class:`Frozen`, :class:`Collapse` or :class:`Snap`) taken from ``m``:
+    what the rule of that measures type reads."""
+    return cls(**{name: getattr(m, name) for name in cls.__dataclass_fields__})
+
+
 _ONE, _MULTI = "1 layer, ch8-freeze, end of the 95% t interval over seeds", "multi-layer model's first layer"
 
 
@@ -232,7 +273,7 @@ _FIRST = ("the first window (step 0 to W = 500, the learning phase): the same me
 _POST = ("Issue 26, set after the stored paper-protocol runs were known (post hoc: the issue quotes their values); "
          "the bars are what the words mean, not moved to a verdict. ")
 RULE_C40A = Rule(
-    "C40a", "real-data", Snap, _both(_sparse_criteria),
+    "C40a", "real-data", Sparse, _both(_sparse_criteria),
     alternative="the attention only sharpens its initial preference (a temperature change of the step-0 map): no "
                 "sparse selection is learned, or the entropy does not fall",
     control=_NULL,
@@ -240,7 +281,7 @@ RULE_C40A = Rule(
          "quarter partly) of the final mass off the step-0 favourite key (a random new key does so with chance "
          "1 - 1/(i+1)). The 1-layer model on the end of the t interval over seeds, the multi-layer model on its value.")
 RULE_C40B = Rule(
-    "C40b", "real-data", Snap, _both(_freeze),
+    "C40b", "real-data", Frozen, _both(_freeze),
     alternative="the maps keep moving late at a constant learning rate: as far over the last window as a learning "
                 "phase moves them (rows change their attended key, the relative change per step stays near its "
                 "peak), or they stop only because learning stops",
@@ -257,7 +298,7 @@ RULE_P2 = Rule(
     control=f"C40a's control on the sparsity criteria ({_NULL}) and C40b's on the freeze criteria ({_FIRST})",
     note=_POST + "The paper's central statement on real data: C40a's and C40b's criteria together (their bars).")
 RULE_P3 = Rule(
-    "P3", "real-data", Snap,
+    "P3", "real-data", Collapse,
     (at_least("entropy_end_1_low", f"final held-out attention entropy in nats ({_ONE}); exp of it is the effective "
               "number of keys", float(np.log(1.5)), float(np.log(1.1))),
      at_least("entropy_end_multi", f"final held-out attention entropy in nats ({_MULTI})", float(np.log(1.5)),
