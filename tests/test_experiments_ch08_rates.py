@@ -131,8 +131,10 @@ def test_c41_leaves_the_degenerate_regime_out_and_is_inconclusive_with_too_few_r
     (v,) = ch8r.rates_verdicts(bad)
     assert v.level == "inconclusive" and "only 2 of 5 rates outside the degenerate regime" in v.reason
     # a smaller rate that is behind is slow, not degenerate: only rates above the best one can be
-    assert not wst.degenerate(np.array([[7.0], [6.5], [5.9], [5.9], [6.0]])).any()
-    assert wst.degenerate(np.array([[6.0], [5.9], [6.5]])).tolist() == [False, False, True]
+    stop = np.full((5, 1), 100)
+    assert not wst.degenerate(np.array([[7.0], [6.5], [5.9], [5.9], [6.0]])[..., None], stop, 100).any()
+    loss = np.array([[[9.0, 6.0]], [[9.0, 5.9]], [[9.0, 6.5]]])  # measured at steps 0 and 100
+    assert wst.degenerate(loss, stop[:3], 100).tolist() == [False, False, True]
 
 
 def test_the_steady_stop_ignores_noise_on_a_falling_loss_and_stops_on_a_plateau() -> None:

@@ -100,7 +100,7 @@ def judged(r: RatesResult) -> Judged:
     :func:`scansnap.experiments.wikitext_steady.degenerate`; every rate when fewer than ``min_rates`` are, and then
     the verdict is inconclusive)."""
     c = r.config
-    bad = wst.degenerate(r.final("heldout_loss"))
+    bad = wst.degenerate(r.heldout_loss, r.stop, c.every)
     keep = ~bad if (~bad).sum() >= c.min_rates else np.ones(len(c.lrs), dtype=bool)  # too few: measured on all
     lrs = tuple(x for x, k in zip(c.lrs, keep, strict=True) if k)
     x, ent, stop = np.asarray(lrs), r.entropy[keep], r.stop[keep]
@@ -142,12 +142,12 @@ _CONTROL = ("the entropy as if it depended on eta*t only: each run read off the 
             "travels further passes the criteria at the stop, not those at matched eta*t")
 _NOTE = ("The entropy is the authors' (decoder_wiki.py): the mean over held-out windows and every query of the first "
          "layer's attention-row entropy (dropout off). Issue 26 (post hoc: the stored curves were known): judged on "
-         "every rate outside the degenerate regime (mean held-out loss where the runs stopped more than 5% above the "
-         "best rate's; reported, not judged), where the runs stopped and at matched eta*t (the largest eta*t every "
-         "judged run reaches: a larger rate's advantage of travelling further removed); the old convergence rule "
-         "stops on noise, so whether the runs converged is read by a rule noise cannot trigger (the held-out loss "
-         "averaged over 3 measurements, 3 successive measurements without a 0.5% gain) and labels the verdict. "
-         "Bars as before (in order 0.9, rho -0.8, ratio 0.8).")
+         "every rate outside the degenerate regime (a rate above the best one whose mean held-out loss at the "
+         "earliest stop is more than 5% above the best rate's; reported, not judged), where the runs stopped and at "
+         "matched eta*t (the largest eta*t every judged run reaches: a larger rate's advantage of travelling further "
+         "removed); the old convergence rule stops on noise, so whether the runs converged is read by a rule noise "
+         "cannot trigger (the held-out loss averaged over 3 measurements, 3 successive measurements without a 0.5% "
+         "gain) and labels the verdict. Bars as before (in order 0.9, rho -0.8, ratio 0.8).")
 RULE_C41 = Rule("C41", "real-data", RateOrder, _criteria("1 layer"),
                 alternative="the learning rate has no effect on the 1-layer model's held-out attention entropy beyond "
                             "how far a larger rate travels (eta*t): no ordering at matched eta*t, seed noise",

@@ -25,9 +25,10 @@ from scansnap._checks import check_fraction, check_int
 __all__ = ["DEGENERATE", "SteadyStop", "degenerate", "eta_t_null", "matched", "steady_stops"]
 
 DEGENERATE = 0.05
-"""A learning rate is the degenerate regime when it is larger than the rate with the lowest mean held-out loss where
-the runs stopped and its own mean is more than this share above that (too large a rate: the stored grid's rate 8 at
-6.34-6.66 against 5.8-5.95 for the others). A smaller rate that is behind is slower, not degenerate."""
+"""A learning rate is the degenerate regime when it is larger than the rate with the lowest mean held-out loss at
+the step every run reaches (the earliest stop) and its own mean there is more than this share above that: too large
+a rate (the stored grid's rate 8: 6.45-6.56 at step 600 against 5.95-6.07; 6.34-6.66 where its runs stopped against
+5.8-5.95 for the others). A smaller rate that is behind is slower, not degenerate."""
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,13 @@ def steady_stops(loss: np.ndarray, every: int, rule: SteadyStop) -> np.ndarray:
     return out
 
 
-def degenerate(final_loss: np.ndarray, share: float = DEGENERATE) -> np.ndarray:
-    """``(R,)``: the rates (increasing) above the one with the lowest mean final held-out loss over seeds
-    (``final_loss`` ``(R, S)``) whose own mean is more than ``share`` above it."""
-    mean = np.nanmean(final_loss, axis=1)
+def degenerate(loss: np.ndarray, stop: np.ndarray, every: int, share: float = DEGENERATE) -> np.ndarray:
+    """``(R,)``: the rates (increasing) above the one with the lowest mean over seeds of the held-out loss ``(R, S, E)``
+    (measured every ``every`` steps) at the earliest stop of ``stop`` ``(R, S)``, whose own mean there is more than
+    ``share`` above it."""
+    at = int(stop.min())
+    mean = np.array([[_read(loss[i, j], every, at) for j in range(loss.shape[1])] for i in range(loss.shape[0])])
+    mean = mean.mean(axis=1)
     best = int(np.nanargmin(mean))
     return (np.arange(len(mean)) > best) & (mean > (1 + share) * mean[best])
 
