@@ -6,7 +6,7 @@ model with it, and the token study (``ch8-freeze-nope``, ``fig-ch8-tokens``).
 it checks the paper's ``Z`` against the no-PE model's attention (:func:`scansnap.lm.z_error`) and, beyond the paper,
 measures the attention each key token receives against how common it is across contexts
 (:class:`~scansnap.experiments.wikitext_figures.TokenStudy`).
-No claim is judged here: C40 reads ``ch8-freeze`` and ``ch8-freeze-deep``.
+No claim is judged here: C40a, C40b, P2 and P3 read ``ch8-freeze`` and ``ch8-freeze-deep``.
 """
 
 from __future__ import annotations

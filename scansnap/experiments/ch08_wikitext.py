@@ -161,7 +161,7 @@ class FreezeConfig(WikiConfig):
         lr: the constant learning rate; ff_lr: that of the feed-forward ``linear1``/``linear2`` (the notebook's
             second parameter group: 10 beside 5; ``None``: ``lr``); dropout: 0.3, the notebook's.
         steps: SGD steps; every: steps between checkpoints; window: steps ``W`` of the drift and of the late
-            window of C40 (:mod:`scansnap.experiments.wikitext_freeze`; a multiple of ``every``).
+            window of C40b (:mod:`scansnap.experiments.wikitext_snap`; a multiple of ``every``).
         shown: checkpoint steps whose maps the figure shows (the paper: 0, 500, 1000, 1500).
         seeds: one run per seed (initialization and dropout); layers: encoder layers; probe: the held-out window
             whose maps are kept (the training window: the first ``bptt`` tokens of the first training stream).
@@ -358,14 +358,15 @@ _CAPTION = ("first-layer attention of one held-out WikiText-2 window and of one 
 FREEZE = Experiment(
     id="ch8-freeze", chapter=CHAPTER, config=FreezeConfig, result=FreezeResult, run=run_freeze,
     work=freeze_work, prefix=freeze_prefix, checkpoints=freeze_checkpoints,
-    figures=(FigureSpec(id="fig-paper-7", claims=("C40",), plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
+    figures=(FigureSpec(id="fig-paper-7", claims=("C40a", "C40b", "P2", "P3"),
+                        plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
                         table=lambda r: figs.freeze_table(r.runs, r.config.seeds),
                         caption="Figure 7 of the paper, re-made (1-layer model): " + _CAPTION),),
 )
 FREEZE_DEEP = Experiment(
     id="ch8-freeze-deep", chapter=CHAPTER, config=DeepConfig, result=FreezeResult, run=run_freeze,
     work=freeze_work, prefix=freeze_prefix, checkpoints=freeze_checkpoints,
-    figures=(FigureSpec(id="fig-ch8-freeze-deep", claims=("C40",),
+    figures=(FigureSpec(id="fig-ch8-freeze-deep", claims=("C40a", "C40b", "P2", "P3"),
                         plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
                         table=lambda r: figs.freeze_table(r.runs, r.config.seeds),
                         caption="Figure 7's multi-layer model (its first layer): " + _CAPTION),),

@@ -54,7 +54,7 @@ def drift_ratio(tr: Trajectory, end: int = -1) -> float:
 
 @dataclass(frozen=True)
 class PerRun:
-    """C40's numbers of one run (one seed, the first layer; :func:`per_run`).
+    """Retired C40's numbers of one run (one seed, the first layer; :func:`per_run`).
 
     Attributes:
         entropy_fall: relative fall of the held-out attention entropy from step 0 to the end.
@@ -78,7 +78,7 @@ def _ratio(num: float, den: float) -> float:
 
 
 def per_run(tr: Trajectory) -> PerRun:
-    """C40's :class:`PerRun` (Figure 7) of one trajectory (its ``window`` must be a multiple of the checkpoint
+    """Retired C40's :class:`PerRun` (Figure 7) of one trajectory (its ``window`` a multiple of the checkpoint
     spacing)."""
     H, L, steps = tr.entropy, tr.heldout_loss, tr.steps
     start = np.flatnonzero(steps == steps[-1] - tr.window)
@@ -92,8 +92,8 @@ def per_run(tr: Trajectory) -> PerRun:
 
 @dataclass(frozen=True)
 class Freeze:
-    """C40's measures: the 1-layer model over seeds (``_1``, experiment ``ch8-freeze``) and the first layer of the
-    multi-layer model (``_multi``, experiment ``ch8-freeze-deep``, one seed).
+    """Retired C40's measures: the 1-layer model over seeds (``_1``, experiment ``ch8-freeze``) and the first layer
+    of the multi-layer model (``_multi``, experiment ``ch8-freeze-deep``, one seed).
 
     Attributes:
         entropy_fall_1_low: lower end of the 95% t interval over seeds of :attr:`PerRun.entropy_fall`.
@@ -122,7 +122,8 @@ class Freeze:
 
 
 def freeze_measures(one: Sequence[Trajectory], multi: Trajectory) -> Freeze:
-    """C40's :class:`Freeze` (Figure 7) from the 1-layer trajectories (one per seed) and the multi-layer one."""
+    """Retired C40's :class:`Freeze` (Figure 7) from the 1-layer trajectories (one per seed) and the multi-layer
+    one."""
     runs = [per_run(tr) for tr in one]
     col = {name: np.array([getattr(r, name) for r in runs]) for name in ("entropy_fall", "late_drift",
                                                                           "early_drift", "loss_fall", "drift_decay")}
@@ -136,8 +137,8 @@ def freeze_measures(one: Sequence[Trajectory], multi: Trajectory) -> Freeze:
 
 
 def held_at_start(tr: Trajectory) -> Trajectory:
-    """C40's control: the trajectory of the same model held at step 0 (no update): every checkpoint is step 0's
-    (the same maps, entropy and held-out loss; no drift, no jitter), and the loss of a model that is not updated
+    """Retired C40's control: the trajectory of the same model held at step 0 (no update): every checkpoint is step
+    0's (the same maps, entropy and held-out loss; no drift, no jitter), and the loss of a model that is not updated
     does not fall (its training loss is taken as its step-0 held-out loss at every step)."""
     C = len(tr.steps)
     return replace(tr, train_loss=np.full_like(tr.train_loss, tr.heldout_loss[0]),
