@@ -91,8 +91,13 @@ def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freez
     relies on: nothing in a run depends on its total length), and a store with an altered map fails."""
     from scansnap import evidence
 
-    evidence.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke", root=tmp_path,
-                   allow_dirty=True)
+    folder = evidence.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke",
+                            root=tmp_path, allow_dirty=True)
+    # a store made now records no absolute path of this machine (the data folder, the checkout, the temp folder)
+    from test_evidence_paths import absolute_paths
+
+    texts = (folder / "provenance.json").read_text() + freeze.result.note
+    assert not absolute_paths(texts), absolute_paths(texts)
     prefix = ch8.freeze_prefix(freeze.config, 5)
     assert (prefix.steps, prefix.every, prefix.shown, prefix.window, prefix.seeds) == (
         5, 5, (0, 5), 5, freeze.config.seeds[:1])  # exactly the compared steps, checkpointed at 0 and 5 only
