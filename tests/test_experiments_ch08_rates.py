@@ -171,3 +171,21 @@ def test_paper_presets() -> None:
 def test_bad_rates_config_names_the_field(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=names(field)):
         wr.RatesConfig.preset("paper").replace(**{field: value})
+
+
+def test_matched_eta_t_the_eta_t_null_the_noise_and_the_late_table_on_hand_built_curves() -> None:
+    """Entropy 3 - eta t / 1000 (a function of eta t only), measured every 100 steps up to each run's stop."""
+    lrs, every = np.array([1.0, 2.0, 4.0]), 100
+    stop = np.array([[400], [300], [200]])
+    ent = np.full((3, 1, 5), np.nan)
+    for i, lr in enumerate(lrs):
+        n = stop[i, 0] // every + 1
+        ent[i, 0, :n] = 3 - lr * np.arange(n) * every / 1000
+    eta_t, at = wst.matched(lrs, ent, stop, every)
+    assert eta_t == 400 and at[:, 0] == pytest.approx([2.6, 2.6, 2.6])  # the same eta t: the same entropy
+    at_stop, at_eta = wst.eta_t_null(lrs, ent, stop, every, eta_t)
+    assert at_stop[:, 0] == pytest.approx([2.6, 2.4, 2.2]) and at_eta[:, 0] == pytest.approx([2.6] * 3)
+    loss = np.array([[[10.0, 5.0, 5.5, 5.0, 5.5]]])
+    assert wst.step_noise(loss, 100, start=100) == pytest.approx(np.std([0.1, -1 / 11, 0.1]))
+    table = wst.late_change_table((1.0, 2.0, 4.0), ent, stop, every, span=200)
+    assert "| 4 | 2.200 | -27% |" in table and table.count("\n") == 4

@@ -22,7 +22,8 @@ import numpy as np
 
 from scansnap._checks import check_fraction, check_int
 
-__all__ = ["DEGENERATE", "SteadyStop", "degenerate", "eta_t_null", "matched", "steady_stops"]
+__all__ = ["DEGENERATE", "SteadyStop", "degenerate", "eta_t_null", "late_change_table", "matched", "step_noise",
+           "steady_stops"]
 
 DEGENERATE = 0.05
 """A learning rate is the degenerate regime when it is larger than the rate with the lowest mean held-out loss at
@@ -132,3 +133,11 @@ def late_change_table(lrs: tuple[float, ...], entropy: np.ndarray, stop: np.ndar
         back = np.array([_read(entropy[i, j], every, max(stop[i, j] - span, 0)) for j in range(stop.shape[1])])
         rows.append(f"| {lr:g} | {end.mean():.3f} | {np.mean((end - back) / back):+.0%} |")
     return "\n".join(rows)
+
+
+def step_noise(loss: np.ndarray, every: int, start: int = 500) -> float:
+    """The standard deviation of the relative change of the held-out loss ``(R, S, E)`` between consecutive
+    measurements (``every`` steps apart) from step ``start`` on, over every run: the noise a stopping rule must not
+    read as convergence."""
+    change = np.diff(loss, axis=-1) / loss[..., :-1]
+    return float(np.nanstd(change[..., start // every:]))
