@@ -47,8 +47,8 @@ from scansnap._checks import check_choice, check_int
 from scansnap._io import atomic_write, dump_json, source_checkout
 from scansnap.experiments.base import Experiment
 
-__all__ = ["MAX_BYTES", "Provenance", "StaleEvidenceError", "Stored", "TamperedEvidenceError", "check",
-           "HORIZON", "code", "config_of", "evidence_dir", "load", "read", "size", "store",
+__all__ = ["MAX_BYTES", "DirtyCheckoutError", "Provenance", "StaleEvidenceError", "Stored", "TamperedEvidenceError",
+           "check", "HORIZON", "code", "config_of", "evidence_dir", "load", "read", "size", "store",
            "stored_ids", "verify"]
 
 MAX_BYTES = 20 * 2**20
@@ -163,11 +163,26 @@ def _cpu() -> str:
     return platform.processor() or platform.machine()
 
 
+class DirtyCheckoutError(RuntimeError):
+    """A store refused because tracked files of the checkout have uncommitted changes."""
+
+
 def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: str = "paper",
-          figure: str | None = None, root: Path | None = None) -> Path:
+          figure: str | None = None, root: Path | None = None, allow_dirty: bool = False) -> Path:
     """Store ``result`` (made by ``exp.run(config)`` in ``wall_s`` seconds) with its provenance under
-    ``evidence/<exp.id>/<profile>/``; the folder is written whole or not at all. Returns the folder."""
+    ``evidence/<exp.id>/<profile>/``; the folder is written whole or not at all. Returns the folder.
+
+    Refuses (:class:`DirtyCheckoutError`) when tracked files of the checkout have uncommitted changes (the commit
+    would read ``+dirty``: no one could check out the code that made the run); ``allow_dirty`` is for tests that store
+    into a temporary folder."""
     check_choice("profile", profile, ("smoke", "book", "paper"))
+    commit = provenance.git_commit()
+    if commit.endswith("+dirty") and not allow_dirty:
+        raise DirtyCheckoutError(
+            f"{exp.id}: not stored: the checkout has uncommitted changes to tracked files (commit {commit}), so the "
+            f"provenance could not name the code that made the run. Commit or stash them (git status), then make "
+            f"the run again: python -m scansnap reproduce {figure or (exp.figures[0].id if exp.figures else exp.id)} "
+            f"--profile {profile} --store")
     folder = _folder(exp, profile, root)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{profile}-"))
@@ -176,7 +191,7 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
         lib, functions = code(exp, config)
         target = figure or (exp.figures[0].id if exp.figures else exp.id)
         prov = Provenance(exp.id, profile, config.to_dict(), _hash(config.to_dict()), lib, functions,
-                          provenance.git_commit(), provenance.version(), torch.__version__,
+                          commit, provenance.version(), torch.__version__,
                           "cpu" if not torch.cuda.is_available() else torch.cuda.get_device_name(0), _cpu(),
                           torch.get_num_threads(), float(wall_s), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                           f"python -m scansnap reproduce {target} --profile {profile} --store",

@@ -120,7 +120,7 @@ def walk(module):
 
 def _store(exp, root: Path) -> Path:
     config = exp.config.preset("paper")
-    return evidence.store(exp, config, exp.run(config), 1.5, root=root)
+    return evidence.store(exp, config, exp.run(config), 1.5, root=root, allow_dirty=True)
 
 
 def test_a_fresh_store_is_current_and_loads_what_was_stored(walk, tmp_path: Path) -> None:
@@ -244,8 +244,24 @@ def test_verify_stops_at_the_horizon_where_last_bits_have_grown_but_catches_a_wr
 def test_a_failed_store_leaves_nothing_behind(walk, tmp_path: Path) -> None:
     exp, _ = walk
     with pytest.raises(ValueError, match="result"):
-        evidence.store(exp, exp.config(), object(), 1.0, root=tmp_path)
+        evidence.store(exp, exp.config(), object(), 1.0, root=tmp_path, allow_dirty=True)
     assert not list((tmp_path / "evidence" / "test-walk").iterdir())
+
+
+@pytest.mark.parametrize("commit", ["0123abc+dirty", "0123abc"])
+def test_a_store_is_refused_from_a_dirty_checkout(walk, tmp_path: Path, monkeypatch, commit: str) -> None:
+    """Issue 26: a store from a checkout with uncommitted changes could not name the code that made it: refused with
+    what to do (commit or stash, then re-make), and nothing is written; a clean checkout stores."""
+    exp, _ = walk
+    monkeypatch.setattr(evidence.provenance, "git_commit", lambda root=None: commit)
+    config = exp.config()
+    if commit.endswith("+dirty"):
+        with pytest.raises(evidence.DirtyCheckoutError, match=r"uncommitted changes.*Commit or stash.*--store"):
+            evidence.store(exp, config, exp.run(config), 1.0, root=tmp_path)
+        assert not (tmp_path / "evidence" / "test-walk").exists()
+    else:
+        folder = evidence.store(exp, config, exp.run(config), 1.0, root=tmp_path)
+        assert evidence.read(exp, root=tmp_path).provenance.commit == commit and folder.exists()
 
 
 def test_missing_evidence_names_the_command_that_makes_it(walk, tmp_path: Path) -> None:

@@ -6,12 +6,13 @@ model with it, and the token study (``ch8-freeze-nope``, ``fig-ch8-tokens``).
 it checks the paper's ``Z`` against the no-PE model's attention (:func:`scansnap.lm.z_error`) and, beyond the paper,
 measures the attention each key token receives against how common it is across contexts
 (:class:`~scansnap.experiments.wikitext_figures.TokenStudy`).
-No claim is judged here: C40 reads ``ch8-freeze`` and ``ch8-freeze-deep``.
+No claim is judged here: C40a, C40b, P2 and P3 read ``ch8-freeze`` and ``ch8-freeze-deep``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -41,6 +42,11 @@ class NopeConfig(FreezeConfig):
     stat_sequences: int = 4000
     pairs: int = 256
     min_pairs: int = 200
+    NOT_GATED: ClassVar[dict[str, str]] = {
+        **FreezeConfig.NOT_GATED,
+        "stat_sequences": "the token study's sample of held-out windows (2,000 against 4,000): it is reported, not "
+                          "judged by any rule"}
+    """:class:`~scansnap.experiments.ch08_wikitext.FreezeConfig`'s, and the token study's sample."""
     PRESETS = {
         "smoke": dict(FreezeConfig.PRESETS["smoke"], seeds=(1,), stat_sequences=32, pairs=8, min_pairs=4),
         # 150 steps at the book profile: Chapter 8 runs within 3 minutes on one core (Binder), its Figure 7

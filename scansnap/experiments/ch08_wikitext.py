@@ -6,8 +6,9 @@
   drift of the held-out maps against the random-walk floor of their per-step jitter
   (:mod:`scansnap.experiments.wikitext_freeze`).
 * :data:`FREEZE_DEEP` (``ch8-freeze-deep``, ``fig-ch8-freeze-deep``): the same for the first layer of a
-  ``layers``-layer model, one seed. C40 (:func:`c40_verdicts`) reads the 1-layer model over its seeds from
-  ``ch8-freeze`` and this model from ``ch8-freeze-deep``, as the paper states it for both.
+  ``layers``-layer model, one seed. C40a, C40b, P2 and P3
+  (:func:`scansnap.experiments.wikitext_as_run.snap_verdicts`) read the 1-layer model over its
+  seeds from ``ch8-freeze`` and this model from ``ch8-freeze-deep``, as the paper states it for both.
 * The model without positional encoding and the token study: :mod:`scansnap.experiments.ch08_nope`;
   Figure 10: :mod:`scansnap.experiments.ch08_rates` (both import this module).
 
@@ -16,7 +17,7 @@ Data (:meth:`WikiConfig.splits`): the ``book`` and ``smoke`` profiles train on `
 (the authors' data) when the folder has ``train.txt``, else on ``valid.txt`` + ``test.txt`` less every tenth article,
 evaluated on those held-out articles, with the full vocabulary of that training text
 (:func:`scansnap.lm_train.article_corpus`); the result's note says which. The paper's protocol (the ``paper``
-preset) is the minimum for a negative verdict (``GATED``): a smaller run that fails a rule is inconclusive.
+preset) is the reference of the protocol labels (``GATED``): a run below it carries its cuts in both directions.
 """
 
 
@@ -35,17 +36,16 @@ from scansnap import lm, lm_train, wikitext
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
+from scansnap.experiments import wikitext_snap as ws
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.wikitext_freeze import RULE_C40, freeze_measures, held_at_start
 from scansnap.results import Config
-from scansnap.verdicts import Verdict
 
 CHAPTER = "book/chapters/08-wikitext"
 SMOKE = dict(train_split="valid", eval_split="test", vocab_cap=300, max_train_tokens=14_000, eval_sequences=16)
 BOOK = dict(train_split="valid", eval_split="test", vocab_cap=2000, eval_sequences=200)
 """The data presets of Chapter 8's ``smoke`` and ``book`` profiles (the ``paper`` profile: the defaults)."""
 GATED_DATA = ("train_split", "vocab_cap", "max_train_tokens", "batch", "bptt", "d", "d_hid")
-"""The fields of :class:`WikiConfig` on which the paper's protocol is the minimum for a negative verdict."""
+"""The fields of :class:`WikiConfig` whose cut below the paper's protocol labels a verdict (both directions)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +161,7 @@ class FreezeConfig(WikiConfig):
         lr: the constant learning rate; ff_lr: that of the feed-forward ``linear1``/``linear2`` (the notebook's
             second parameter group: 10 beside 5; ``None``: ``lr``); dropout: 0.3, the notebook's.
         steps: SGD steps; every: steps between checkpoints; window: steps ``W`` of the drift and of the late
-            window of C40 (:mod:`scansnap.experiments.wikitext_freeze`; a multiple of ``every``).
+            window of C40b (:mod:`scansnap.experiments.wikitext_snap`; a multiple of ``every``).
         shown: checkpoint steps whose maps the figure shows (the paper: 0, 500, 1000, 1500).
         seeds: one run per seed (initialization and dropout); layers: encoder layers; probe: the held-out window
             whose maps are kept (the training window: the first ``bptt`` tokens of the first training stream).
@@ -184,7 +184,19 @@ class FreezeConfig(WikiConfig):
     }
     GATED: ClassVar[tuple[str, ...]] = (*GATED_DATA, "steps", "seeds")
     """The paper's Figure 7 (the tutorial on the full training text and vocabulary, maps to step 1500, three seeds
-    here) is the minimum protocol for a negative verdict on C40."""
+    here): a run below it labels C40a/C40b/P2/P3 with its cuts in both directions (no rule names a cut it depends
+    on)."""
+    NOT_GATED: ClassVar[dict[str, str]] = {
+        "eval_split": "the held-out text follows from the training text (the book profile trains on valid.txt, so it "
+                      "holds out test.txt): the training text is the gated cut (train_split), the held-out one is "
+                      "never trained on in either profile",
+        "eval_sequences": "how many held-out windows the entropy, loss and freeze rate average over (200 against "
+                          "400): the precision of a mean over windows, not the mechanism; the seeds' spread is in "
+                          "the t intervals",
+        "window": "the late and first window W scale with the gated steps (a third of the run in every profile): "
+                  "fixed by steps, which is gated",
+        "shown": "the checkpoints the figure draws; no rule reads them",
+    }
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -338,25 +350,6 @@ def freeze_checkpoints(r: FreezeResult) -> dict[str, tuple[np.ndarray, np.ndarra
     return out
 
 
-def c40_verdicts(freeze: FreezeResult, deep: FreezeResult) -> list[Verdict]:
-    """C40 from the 1-layer runs of ``ch8-freeze`` (over their seeds) and the multi-layer run of
-    ``ch8-freeze-deep`` (its first seed), against the same models held at step 0; the protocol is the less complete
-    of the two (a cut in either gates the verdict)."""
-    one, multi = freeze.runs, deep.runs[0]
-    m = freeze_measures(one, multi)
-    details = (f"ch8-freeze: {len(one)} seed(s) {list(freeze.config.seeds)}, 1 layer; ch8-freeze-deep: seed "
-               f"{deep.config.seeds[0]}, {deep.config.layers} layers; data: {freeze.note}; {freeze.train_tokens:,} "
-               f"training tokens; held-out loss {np.mean([t.heldout_loss[0] for t in one]):.2f} -> "
-               f"{np.mean([t.heldout_loss[-1] for t in one]):.2f} (1 layer, mean), {multi.heldout_loss[0]:.2f} -> "
-               f"{multi.heldout_loss[-1]:.2f} (multi-layer); drift ratio in the first window {m.early_drift_1:.2f} "
-               f"(1 layer), {m.early_drift_multi:.2f} (multi-layer); attention on the diagonal "
-               f"{np.mean([t.diagonal[-1] for t in one]):.2f}, on <unk> {np.mean([t.unk[-1] for t in one]):.3f} "
-               f"(uniform: {freeze.unk_uniform:.3f}) at the end (1 layer)")
-    cut = deep.config if deep.config.shortfall() and not freeze.config.shortfall() else freeze.config
-    control = freeze_measures([held_at_start(t) for t in one], held_at_start(multi))
-    return [RULE_C40.judge(m, cut, control=control, details=details, link=FREEZE.link("fig-paper-7"))]
-
-
 _CAPTION = ("first-layer attention of one held-out WikiText-2 window and of one training window at several steps "
             "of SGD at a constant learning rate (first seed), with, over the seeds, the held-out attention "
             "entropy, the drift of the held-out maps over the window against the random-walk floor of their "
@@ -365,18 +358,19 @@ _CAPTION = ("first-layer attention of one held-out WikiText-2 window and of one 
 FREEZE = Experiment(
     id="ch8-freeze", chapter=CHAPTER, config=FreezeConfig, result=FreezeResult, run=run_freeze,
     work=freeze_work, prefix=freeze_prefix, checkpoints=freeze_checkpoints,
-    figures=(FigureSpec(id="fig-paper-7", claims=("C40",), plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
+    figures=(FigureSpec(id="fig-paper-7", claims=("C40a", "C40b", "P2", "P3"),
+                        plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
                         table=lambda r: figs.freeze_table(r.runs, r.config.seeds),
                         caption="Figure 7 of the paper, re-made (1-layer model): " + _CAPTION),),
 )
 FREEZE_DEEP = Experiment(
     id="ch8-freeze-deep", chapter=CHAPTER, config=DeepConfig, result=FreezeResult, run=run_freeze,
     work=freeze_work, prefix=freeze_prefix, checkpoints=freeze_checkpoints,
-    figures=(FigureSpec(id="fig-ch8-freeze-deep", claims=("C40",),
+    figures=(FigureSpec(id="fig-ch8-freeze-deep", claims=("C40a", "C40b", "P2", "P3"),
                         plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
                         table=lambda r: figs.freeze_table(r.runs, r.config.seeds),
                         caption="Figure 7's multi-layer model (its first layer): " + _CAPTION),),
 )
 
 EXPERIMENTS = [FREEZE, FREEZE_DEEP]
-RULES = [RULE_C40]
+RULES = ws.RULES
