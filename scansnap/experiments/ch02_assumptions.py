@@ -66,6 +66,7 @@ class AssumptionsConfig(Config):
     NOT_GATED: ClassVar[dict[str, str]] = {
         "bias_samples": "the bias of f~ at T = 128 over these sequences is context in C43's details; no criterion "
                         "reads it"}
+    """Fields whose book and paper presets differ, with why no verdict depends on them."""
 
     def __post_init__(self) -> None:
         check_int("steps", self.steps, low=2)

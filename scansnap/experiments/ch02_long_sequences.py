@@ -67,6 +67,7 @@ class ConcentrationConfig(Config):
         "samples": "a simulation's resolution: C4's rule reads the far ends of 95% intervals of the slope, the "
                    "violation share (Wilson) and the rms constant, which fewer sequences widen (a stricter test); the "
                    "protocol names the count"}
+    """Fields whose book and paper presets differ, with why no verdict depends on them."""
 
     def __post_init__(self) -> None:
         check_int("top", self.top, low=4, high=20)

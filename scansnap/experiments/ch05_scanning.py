@@ -81,6 +81,7 @@ class ScanningConfig(Config):
                            "deterministic Eqn-10 flow of the theory's own model; fewer families are fewer draws of "
                            "the same exact statement (a weaker test, which the protocol names: derivation and "
                            "simulation verdicts carry no protocol label)"}
+    """Fields whose book and paper presets differ, with why no verdict depends on them."""
 
     def __post_init__(self) -> None:
         for name in ("eta_Y", "eta_Z", "t_max", "random_t_max", "z0_scale", "constant_rate", "flow_t_max"):

@@ -169,9 +169,9 @@ class GDConfig(Config):
     chi_star: float = 1.5
     PRESETS = {"smoke": dict(steps=60), "book": dict(steps=300), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps",)
-    """A run shorter than 1,000 steps is labelled with the cut. C19 and C20 do not depend on it: Eqn 11 is read where
-    chi_l0 first reaches chi_star (early: within the book's 300 steps), and Eqn 12's band at every snapshot of the
-    run, so a shorter run checks the same statements over fewer times, which the label says."""
+    """A run shorter than the paper preset's steps is labelled with the cut. C19 and C20 do not depend on it (Eqn 11
+    is read where chi_l0 first reaches chi_star, early, within the book's 300 steps; Eqn 12's band at every snapshot
+    of the run), so a shorter run checks the same statements over fewer times, which the label says."""
 
     def __post_init__(self) -> None:
         if not self.ratios or list(self.ratios) != sorted(set(self.ratios)):
@@ -243,9 +243,9 @@ class PriorConfig(Config):
     eta: float = 1.0
     PRESETS = {"smoke": dict(seeds=(1, 2), steps=12), "book": dict(seeds=tuple(range(1, 41))), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("seeds", "steps")
-    """Fewer seeds (runs) or steps are labelled with the cut. C22 does not depend on them: it reads shares of runs,
-    which fewer seeds estimate less precisely but without bias, and which gain the most, settled within the
-    Figure-4 protocol's 100 steps."""
+    """Fewer seeds (runs) or steps are labelled with the cut. C22 does not depend on them (it reads shares of runs,
+    which fewer seeds estimate less precisely but without bias, and which token gains the most, settled within the
+    Figure-4 protocol's 100 steps)."""
 
     def __post_init__(self) -> None:
         check_seeds("seeds", self.seeds)

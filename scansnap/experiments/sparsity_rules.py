@@ -1,5 +1,5 @@
 """How sparse Syn-Small's attention becomes in Figure 4's runs (Chapter 5): C35 as the paper states it, a relative
-effect, and the book's own finding X8, "not sparse in absolute terms".
+effect, the book's own finding X8, "not sparse in absolute terms", and the central claim P3, "not one-hot".
 
 Both read **class 1's attention** ``f_1`` over its tokens 0-19 (common 0-9, distinct 10-19; the class the paper's
 Figure 4 shows) in the runs at the authors' ``eta_Y = eta_Z``, one run per seed, and judge a **95% t interval over
@@ -170,7 +170,8 @@ STEPS_WHY = ("the attention moves over the authors' 100 SGD steps: a shorter run
 
 @dataclass(frozen=True)
 class Collapse:
-    """P3 at the authors' ``eta_Y = eta_Z``, at the end, over seeds (95% t intervals; nan with fewer than two).
+    """P3 at the end of the paper's Figure 4 protocol (``eta_Y = eta_Z``), over seeds (95% t intervals; nan with
+    fewer than two).
 
     Attributes:
         effective_tokens_end_low: lower end of the interval of class 1's effective number of distinct tokens
@@ -188,7 +189,8 @@ class Collapse:
 
 
 def collapse(attention: object) -> Collapse:
-    """:class:`Collapse` (P3) of class 1's attention ``(S, steps + 1, 20)`` at its last snapshot."""
+    """:class:`Collapse` (P3, on Figure 4's runs) of class 1's attention ``(S, steps + 1, 20)`` at its last
+    snapshot."""
     f = check_array("attention", attention, ndim=3)[:, -1]
     _, effective = shares(f)
     eff, top = stats.t_interval(effective), stats.t_interval(f.max(-1))

@@ -32,7 +32,7 @@ NULL_SEED = 26
 def unshared_family() -> data.SequenceClasses:
     """Syn-Small with class 2's common tokens made its own: ``M = 44``, class 1 on tokens 0-9 (weight 1) and 10-19
     (weights 0.1..1.0), class 2 on 34-43 (weight 1) and 20-29, queries 30, 31, next tokens 32, 33. Class 1's
-    ``P(l|n)`` is Syn-Small's; only the sharing of tokens 0-9 is gone (no token is common)."""
+    ``P(l|n)`` is Syn-Small's; only the sharing of tokens 0-9 is gone (no token is common). C35's control."""
     small = data.syn_small()
     probs = torch.zeros(small.K, small.M + 10, dtype=torch.float64)
     probs[:, :small.M] = small.probs
@@ -50,7 +50,7 @@ def _permutation(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def permuted_labels(R: int, S: int, seed: int = NULL_SEED) -> np.ndarray:
     """``(R, S)`` for each seed ``s`` a permutation of the values ``0..R-1`` (never the identity): run ``(r, s)`` is
-    read as if trained at value ``perm[r, s]``. Index a ``(R, S, ...)`` array ``x`` as ``x[perm, arange(S)]``."""
+    read as if trained at value ``perm[r, s]`` (C36's control, :func:`permuted_runs`)."""
     check_int("R", R, low=2)
     check_int("S", S, low=1)
     rng = np.random.default_rng(seed)
@@ -65,7 +65,8 @@ def permuted_runs(perm: np.ndarray, *arrays: np.ndarray) -> tuple[np.ndarray, ..
 
 
 def shuffled_orders(order: object, shape: tuple[int, ...], seed: int = NULL_SEED) -> np.ndarray:
-    """``(*shape, L)`` the values ``order`` ``(L,)`` permuted independently for every run (never the identity)."""
+    """``(*shape, L)`` the values ``order`` ``(L,)`` permuted independently for every run (never the identity): C21's
+    control."""
     values = np.asarray(order, dtype=float)
     if values.ndim != 1 or len(values) < 2:
         raise ValueError(f"order: must be a 1-d array of at least two values; got shape {values.shape}")
