@@ -158,8 +158,8 @@ CLAIMS: tuple[Claim, ...] = (
           _CH[9]),
     Claim("C34", _T, r"A smaller $\eta_Y$ at fixed $\eta_Z$ gives a later transition and a larger growth factor "
           r"(Figure 3, which the paper calls a numerical simulation).", "Fig. 3", _CH[6]),
-    Claim("C35", _E, r"On Syn-Small the attention becomes sparse: common-token mass falls and distinct tokens end "
-          r"ordered by $\mathbb P(l \mid n)$ (Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
+    Claim("C35", _E, r"On Syn-Small the attention becomes sparser than at step 0: common-token mass falls and "
+          r"distinct tokens end ordered by $\mathbb P(l \mid n)$ (Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
     Claim("C36", _E, r"On Syn-Small a larger $\eta_Y$ at fixed $\eta_Z$ converges faster but ends less sparse "
           r"(Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
     Claim("C37", _E, r"With Adam, different learning rates focus on different subsets of distinct tokens "

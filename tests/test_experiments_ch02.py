@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import matplotlib
@@ -125,15 +126,23 @@ def test_verdicts_name_their_claims_and_evidence(conc, assume) -> None:
     assert not v4[0].control_level
 
 
-def test_c43_control_is_the_theory_setting_and_the_gate_is_the_authors_steps(assume) -> None:
+def test_c43_control_is_split_half_seeds_and_the_run_depends_on_the_authors_steps(assume) -> None:
     r = assume.result
     (v,) = ch2a.ASSUMPTIONS.verdicts(r)
-    assert v.control_level == "not reproduced" and set(v.control.values()) == {0.0}  # no gap in the theory's setting
+    null = ch2a.assumption_gaps(r, null=True)
+    # the two training gaps' null is measured (split-half seeds: finite, not 0), overlap and init the theory's setting
+    assert np.isfinite([null.finite_T_low, null.momentum_low]).all() and null.finite_T_low != 0
+    assert null.overlap == 0 and null.init_gap == 0 and v.control == {k: getattr(null, k) for k in v.control}
+    assert v.control_level == "not reproduced"
     gaps = ch2a.assumption_gaps(r)
     assert gaps.finite_T_low <= gaps.finite_T_gap and gaps.momentum_low <= gaps.momentum_gap  # lower ends
-    assert assume.config.shortfall() == ("steps 20 (paper profile: 100)",)
-    assert ch2a.AssumptionsConfig.preset("book").shortfall() == ()
+    assert assume.config.shortfall() == ("steps 20 (paper profile: 100)", "seeds: 4 (paper profile: 10)")
+    assert ch2a.AssumptionsConfig.preset("book").shortfall() == ("seeds: 5 (paper profile: 10)",)
     assert v.reduced == assume.config.shortfall()
+    # C43 depends on the authors' 100 steps: the smoke run is undecided whichever way its numbers go
+    assert v.level == "inconclusive" and "which the claim depends on" in v.reason
+    with pytest.raises(ValueError, match=names("seeds")):  # two pairs of seeds at least
+        ch2a.assumption_gaps(dataclasses.replace(r, sampled=r.sampled[:, :3]), null=True)
 
 
 def test_wilson_interval() -> None:

@@ -77,9 +77,18 @@ def _measures(rule: Rule, scores: dict[str, int] | int = 2):
     return rule.measures(**values)
 
 
+def _full(rule: Rule) -> Config:
+    """A run at the paper's protocol that gates every field the rule depends on (none cut)."""
+    if not rule.depends_on:
+        return Full()
+    extra = [(n, int, dataclasses.field(default=1)) for n in rule.depends_on if n != "steps"]
+    cls = dataclasses.make_dataclass("FullFor" + rule.claim, extra, bases=(Full,), frozen=True,
+                                     namespace={"GATED": tuple(rule.depends_on)})
+    return cls()
+
+
 def _judge(rule: Rule, measures, control=None, config=None, too_small: str = ""):
-    if config is None:  # at the paper's protocol nothing is cut, so what the rule depends on plays no part
-        config, rule = Full(), dataclasses.replace(rule, depends_on={})
+    config = _full(rule) if config is None else config
     if rule.evidence in TRAINING_KINDS and control is None:
         control = _measures(rule, 0)
     return rule.judge(measures, config, control=control, too_small=too_small)

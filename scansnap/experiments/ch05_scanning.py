@@ -19,6 +19,7 @@ verdicts, and their evidence kinds:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -69,6 +70,18 @@ class ScanningConfig(Config):
     flow_t_max: float = 2e3
     PRESETS = {"smoke": dict(t_max=1e3, points=40, random_families=2),
                "book": dict(t_max=1e5, points=200, random_families=8), "paper": {}}
+    NOT_GATED: ClassVar[dict[str, str]] = {
+        "t_max": "the integration's horizon (a simulation's resolution): C19 and C20 are exact statements checked at "
+                 "every output time, C23 runs its own flow (flow_t_max), and C21 reads the drop order, where on a "
+                 "shorter horizon the most frequent tokens may not have dropped yet (a tie, which lowers the rank "
+                 "correlation: a stricter test); the protocol names the horizon",
+        "points": "the output grid's resolution: C19 and C20 are checked at every output time, and C21's drop steps "
+                  "are output indices, tied more often on a coarser grid (a stricter test)",
+        "random_families": "C22 reads the smallest correlation over the random families integrated, each a "
+                           "deterministic Eqn-10 flow of the theory's own model; fewer families are fewer draws of "
+                           "the same exact statement (a weaker test, which the protocol names: derivation and "
+                           "simulation verdicts carry no protocol label)"}
+    """Fields whose book and paper presets differ, with why no verdict depends on them."""
 
     def __post_init__(self) -> None:
         for name in ("eta_Y", "eta_Z", "t_max", "random_t_max", "z0_scale", "constant_rate", "flow_t_max"):
