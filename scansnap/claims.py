@@ -17,7 +17,13 @@ about what training does (``kind == "experiment"``). A claim with no such verdic
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+
+try:  # POSIX; elsewhere chapters execute one at a time (make book's BOOK_JOBS=1 there)
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
 
 from scansnap import profiles
 from scansnap._checks import check_choice
@@ -266,16 +272,34 @@ def verdicts(claim_id: str) -> list[Verdict]:
     return sorted(found, key=lambda v: list(EVIDENCE).index(v.evidence))
 
 
+@contextmanager
+def _exclusive():
+    """Hold the verdicts folder's lock: chapters that execute in parallel and record verdicts of one claim (a central
+    claim is judged in two chapters) read, merge and write its file one at a time, so none is lost."""
+    folder = artifacts_dir() / "verdicts"
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / ".record.lock", "a") as handle:
+        if fcntl is not None:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def record(*made: Verdict) -> list[Verdict]:
     """Record verdicts made by rules (:meth:`scansnap.verdicts.Rule.judge`); each replaces the verdict of
-    the same claim on the same kind of evidence. Returns them with their time stamps."""
+    the same claim on the same kind of evidence (under a lock, so that two chapters executing at once keep both
+    their verdicts of one claim). Returns them with their time stamps."""
     stamped = []
     for v in made:
         if not isinstance(v, Verdict):
             raise ValueError(f"made: must be Verdict objects returned by a rule; got {type(v).__name__}")
-        kept = [old for old in verdicts(v.claim) if old.evidence != v.evidence]
         v = v.stamped(profiles.current())
-        atomic_write(_path(v.claim), dump_json({"claim": v.claim, "verdicts": [asdict(x) for x in [*kept, v]]}))
+        with _exclusive():
+            kept = [old for old in verdicts(v.claim) if old.evidence != v.evidence]
+            atomic_write(_path(v.claim), dump_json({"claim": v.claim, "verdicts": [asdict(x) for x in [*kept, v]]}))
         stamped.append(v)
     return stamped
 

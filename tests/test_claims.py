@@ -128,3 +128,28 @@ def test_get_rejects_unknown_ids() -> None:
     for bad in ("C0", "C33", "C44", "X999"):
         with pytest.raises(ValueError, match=names("claim_id")):
             claims.get(bad)
+
+
+def test_recording_waits_for_another_process_holding_the_verdicts_lock(tmp_path, monkeypatch) -> None:
+    """Chapters 5 and 8 both judge P3 and may execute at once: a process records only while no other reads and
+    writes the verdicts (so neither loses the other's verdict of the same claim)."""
+    import multiprocessing
+    import time
+
+    ctx = multiprocessing.get_context("spawn")
+    claims.record(_verdict("P3", "real-data", 0.0))
+    child = ctx.Process(target=_record_one, args=(str(tmp_path), "training-sampled"))
+    with claims._exclusive():
+        child.start()
+        time.sleep(1.5)  # the child is blocked on the lock: nothing of it written yet
+        assert {v.evidence for v in claims.verdicts("P3")} == {"real-data"} and child.is_alive()
+    child.join(60)
+    assert child.exitcode == 0
+    assert {v.evidence for v in claims.verdicts("P3")} == {"training-sampled", "real-data"}
+
+
+def _record_one(artifacts: str, kind: str) -> None:
+    import os
+
+    os.environ["SCANSNAP_ARTIFACTS"] = artifacts
+    claims.record(_verdict("P3", kind, 1.0))

@@ -30,9 +30,14 @@ class Short(Cfg):
     PRESETS = {"paper": dict(steps=100)}
 
 
+NEEDS = "the effect needs the paper's 100 steps"
+
+
 def _judge(claim: str, evidence: str, err: float, control: float | None = None, config=None, link: str = "",
-           too_small: str = "") -> Verdict:
-    rule = Rule(claim, evidence, Err, (at_most("err", "error", 1e-10, 1e-6),), "errors of order one")
+           too_small: str = "", needs: bool = False) -> Verdict:
+    """A verdict of a one-criterion rule; ``needs``: the rule depends on ``steps`` (a cut of it is inconclusive)."""
+    rule = Rule(claim, evidence, Err, (at_most("err", "error", 1e-10, 1e-6),), "errors of order one",
+                depends_on={"steps": NEEDS} if needs else {})
     extra = {} if control is None else {"control": Err(control), "too_small": too_small}
     return rule.judge(Err(err), config or Cfg(), link=link, **extra)
 
@@ -133,7 +138,7 @@ def test_every_text_is_escaped() -> None:
 
 def test_two_claims_with_one_reason_give_one_line_naming_both() -> None:
     made = [_judge("C38", "training-sampled", 0.0, control=0.0), _judge("C39", "training-sampled", 0.0, control=0.0),
-            _judge("C42", "training-sampled", 1.0, control=1.0, config=Short(),
+            _judge("C42", "training-sampled", 1.0, control=1.0, config=Short(), needs=True,
                    link="book/chapters/07-syn-medium.html#fig-paper-12")]
     found = reasons(made)
     assert [r.head for r in found] == ["the control passes too", "reduced protocol"]
@@ -150,15 +155,18 @@ def test_two_claims_with_one_reason_give_one_line_naming_both() -> None:
     assert "<b>Undecided here</b>, by reason" in out
 
 
-def test_a_reduced_protocol_is_said_once_for_the_verdicts_it_leaves_undecided_and_those_it_does_not() -> None:
+def test_a_reduced_protocol_labels_passes_and_fails_alike_and_leaves_undecided_only_what_the_rule_depends_on() -> None:
     cut = dict(config=Short(), link="book/chapters/07-syn-medium.html#fig-paper-6")
-    made = [_judge("C38", "training-sampled", 1.0, control=1.0, **cut), _judge("C39", "training-sampled", 0.0,
-                                                                              control=1.0, **cut)]
-    assert [v.level for v in made] == [INCONCLUSIVE, "verified"]
-    (reason,) = reasons(made)
-    assert [v.claim for v in reason.undecided] == ["C38"] and [v.claim for v in reason.decided] == ["C39"]
+    made = [_judge("C38", "training-sampled", 1.0, control=1.0, needs=True, **cut),
+            _judge("C39", "training-sampled", 0.0, control=1.0, **cut),
+            _judge("C42", "training-sampled", 1.0, control=1.0, **cut)]
+    assert [v.level for v in made] == [INCONCLUSIVE, "verified", "not reproduced"]
+    assert [v.label().startswith(f"{v.level} (reduced protocol: steps 1") for v in made] == [True] * 3
+    needed, labelled = reasons(made)
+    assert [v.claim for v in needed.undecided] == ["C38"] and not needed.decided and NEEDS in needed.text
+    assert not labelled.undecided and [v.claim for v in labelled.decided] == ["C39", "C42"]
     out = VerdictTable.of(made, {})._repr_html_()
-    assert out.count("steps 1 (paper profile: 100)") == 1 and out.count(f'href="#{reason.anchor}"') == 2
+    assert out.count(f'href="#{labelled.anchor}"') == 2 and out.count(f'href="#{needed.anchor}"') == 1
     assert "Undecided or under a reduced protocol here" in out and "Decided all the same" in out
     only = VerdictTable.of(made[1:], {})._repr_html_()
     assert "Under a reduced protocol here" in only and "Undecided:" not in only and "would decide" not in only
@@ -168,7 +176,7 @@ def test_a_reduced_protocol_is_said_once_for_the_verdicts_it_leaves_undecided_an
 def test_what_would_decide_names_the_cuts_once_and_the_command_for_its_figure() -> None:
     """The reduced protocol names its cuts once and the command for each figure once; a control that passes is
     named with its level; an effect too small says what the run must show."""
-    short = [_judge(c, "training-sampled", 1.0, control=1.0, config=Short(),
+    short = [_judge(c, "training-sampled", 1.0, control=1.0, config=Short(), needs=True,
                     link=f"book/chapters/07-syn-medium.html#{fig}") for c, fig in (("C38", "fig-paper-6"),
                                                                                ("C39", "fig-paper-6"),
                                                                                ("X4", "fig-heads"))]
