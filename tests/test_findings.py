@@ -4,24 +4,12 @@ on it is written by hand (a recorded verdict or a lock entry that changes change
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pytest
+from verdict_fixtures import Cfg, Err
 
 from scansnap import claims, findings, ledger
-from scansnap.results import Config
 from scansnap.verdicts import Rule, at_least
-
-
-@dataclass(frozen=True)
-class Share:
-    share: float
-
-
-@dataclass(frozen=True)
-class Cfg(Config):
-    def protocol(self) -> str:
-        return "a test run"
 
 
 @pytest.fixture(autouse=True)
@@ -30,8 +18,9 @@ def _artifacts(tmp_path, monkeypatch):
 
 
 def _record(claim: str, evidence: str, share: float, control: float = 0.1) -> None:
-    rule = Rule(claim, evidence, Share, (at_least("share", "a share", 0.9, 0.5),), "no effect")
-    claims.record(rule.judge(Share(share), Cfg(), control=None if evidence == "derivation" else Share(control)))
+    """A verdict on a made-up share (``err`` of :class:`verdict_fixtures.Err`, read as a share here)."""
+    rule = Rule(claim, evidence, Err, (at_least("err", "a share", 0.9, 0.5),), "no effect")
+    claims.record(rule.judge(Err(share), Cfg(), control=None if evidence == "derivation" else Err(control)))
 
 
 def test_the_page_shows_each_level_and_number_recorded_and_follows_them(tmp_path) -> None:
@@ -42,13 +31,13 @@ def test_the_page_shows_each_level_and_number_recorded_and_follows_them(tmp_path
     lock = tmp_path / "lock.json"
     ledger.write_lock("test", lock)
     page = findings.page(lock_path=lock)
-    assert 'class="lp-pill v-verified" href="claims.html#P1"' in page and "share = 0.95" in page
+    assert 'class="lp-pill v-verified" href="claims.html#P1"' in page and "err = 0.95" in page
     assert 'href="claims.html#C24"' in page and "not reproduced" in page
     assert "the control passes too" in page and "#C26" in page
     assert "equals the locked ledger" in page
     _record("P1", "training-population", 0.6)  # the run now gives another number
     again = findings.page(lock_path=lock)
-    assert "share = 0.6" in again and 'class="lp-pill v-partly-verified" href="claims.html#P1"' in again
+    assert "err = 0.6" in again and 'class="lp-pill v-partly-verified" href="claims.html#P1"' in again
     assert "differs from the locked ledger" in again and "P1 (locked: verified)" in again
 
 

@@ -2,25 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 from conftest import names
+from verdict_fixtures import Cfg, Err
 
 from scansnap import claims, tallies
-from scansnap.results import Config
 from scansnap.verdicts import Rule, at_most
-
-
-@dataclass(frozen=True)
-class Err:
-    err: float
-
-
-@dataclass(frozen=True)
-class Cfg(Config):
-    def protocol(self) -> str:
-        return "a test run"
 
 
 def _v(claim: str, evidence: str, err: float):
