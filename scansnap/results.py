@@ -61,13 +61,13 @@ class Config:
 
     GATED: ClassVar[tuple[str, ...]] = ()
     """The fields on which a run below the paper's protocol (the ``paper`` preset) is a reduced protocol: its
-    verdicts are labelled with the cut in both directions (:meth:`cuts`); a rule that names the field in its
+    verdicts are labelled with the cut in both directions (:meth:`~scansnap.results.Config.cuts`); a rule that names the field in its
     ``depends_on`` makes such a verdict inconclusive (:meth:`scansnap.verdicts.Rule.judge`)."""
 
     NOT_GATED: ClassVar[dict[str, str]] = {}
     """Fields whose ``book`` and ``paper`` presets differ but that no rule of this configuration depends on, each
     with why (e.g. a sweep's resolution that only draws a figure). Every field where the two presets differ is in
-    :attr:`GATED` or here (``tests/test_results.py`` checks)."""
+    :attr:`~scansnap.results.Config.GATED` or here (``tests/test_results.py`` checks)."""
 
     def protocol(self) -> str:
         """How a run with this configuration is made, in words: the one text verdicts, captions' provenance
