@@ -39,8 +39,24 @@ def chip(claim_id: str, level: str, ledger_page: str = "claims.html", words: str
 
 
 def key_numbers(v: Verdict, limit: int = 3) -> str:
-    """The first ``limit`` numbers a verdict's rule reads, as ``name = value`` (its criteria's own order)."""
-    return "; ".join(f"{k} = {val}" for k, val in v.number_pairs()[:limit])
+    """The numbers the verdict's rule holds against its thresholds, those that miss their ``verified`` threshold first
+    (then in the criteria's order; at most ``limit``), as ``name = value``; for a rule the library no longer has, the
+    first ``limit`` numbers."""
+    from scansnap.experiments import all_rules
+
+    rule = next((r for r in all_rules() if r.claim == v.claim and r.evidence == v.evidence), None)
+    pairs = dict(v.number_pairs())
+    found = [c for c in rule.criteria if c.name in pairs] if rule is not None else []
+    names = [c.name for c in sorted(found, key=lambda c: c.score(v.numbers[c.name]) == 2)]
+    return "; ".join(f"{k} = {pairs[k]}" for k in (names or list(pairs))[:limit])
+
+
+def _short_label(v: Verdict) -> str:
+    """The level, why it is inconclusive, and "reduced protocol" where the run cut the paper's (the cuts are in the
+    ledger's row)."""
+    if v.reason:
+        return f"{v.level} ({v.reason.partition(':')[0]})"
+    return f"{v.level} (reduced protocol)" if v.reduced else v.level
 
 
 def _levels_line(t: tallies.Tally, ledger_page: str) -> str:
@@ -57,9 +73,10 @@ def _central(entries: Sequence[tuple[Claim, Sequence[Verdict]]], ledger_page: st
         if tallies.claim_set(c) != "central":
             continue
         level = tallies.lens_level(c, found, "training") or claims.NOT_CHECKED
-        kinds = [f"{html.escape(SHORT[v.evidence])}: {html.escape(v.label())} ({html.escape(key_numbers(v))})"
+        kinds = [f"{html.escape(SHORT[v.evidence])}: <b>{html.escape(_short_label(v))}</b> "
+                 f"({html.escape(key_numbers(v))})"
                  for v in found if v.evidence in TRAINING_KINDS]
-        lines.append(f"- {chip(c.id, level, ledger_page)} {html.escape(c.statement)} "
+        lines.append(f"- {chip(c.id, level, ledger_page)} {html.escape(c.statement)}<br>"
                      + ("; ".join(kinds) if kinds else "No run has judged it yet."))
     return lines
 

@@ -61,8 +61,8 @@ class Config:
 
     GATED: ClassVar[tuple[str, ...]] = ()
     """The fields on which a run below the paper's protocol (the ``paper`` preset) is a reduced protocol: its
-    verdicts are labelled with the cut in both directions (:meth:`~scansnap.results.Config.cuts`); a rule that names the field in its
-    ``depends_on`` makes such a verdict inconclusive (:meth:`scansnap.verdicts.Rule.judge`)."""
+    verdicts are labelled with the cut in both directions (:meth:`~scansnap.results.Config.cuts`); a rule that names
+    the field in its ``depends_on`` makes such a verdict inconclusive (:meth:`scansnap.verdicts.Rule.judge`)."""
 
     NOT_GATED: ClassVar[dict[str, str]] = {}
     """Fields whose ``book`` and ``paper`` presets differ but that no rule of this configuration depends on, each
