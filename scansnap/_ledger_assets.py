@@ -38,12 +38,12 @@ STYLE = """<style>
   margin: .4em 0; font-size: .85em; }
 .lp-root .lp-sw { display: inline-block; width: 1em; height: 1em; border-radius: 3px; vertical-align: -.15em;
   margin-right: .25em; border: 1px solid #555; }
-.lp-root .lp-chapters { display: grid; grid-template-columns: minmax(8em, 14em) 1fr; gap: .25em .6em;
+.lp-root .lp-chapters { display: grid; grid-template-columns: minmax(7em, 11em) 1fr; gap: .2em .6em;
   align-items: start; margin: .4em 0 .8em; }
 .lp-root .lp-chapter-name { font-size: .85em; padding-top: .2em; }
 .lp-root .lp-chips { display: flex; flex-wrap: wrap; gap: .25em; }
-.lp-root a.lp-chip { display: inline-flex; flex-direction: column; align-items: center; min-width: 3.6em;
-  padding: .1em .3em; border-radius: 4px; border: 1px solid #555; font-size: .8em; line-height: 1.25;
+.lp-root a.lp-chip { display: inline-flex; flex-direction: row; align-items: center; gap: .25em; min-width: 3em;
+  padding: 0 .3em; border-radius: 4px; border: 1px solid #555; font-size: .8em; line-height: 1.25;
   text-decoration: none; }
 .lp-root a.lp-chip:hover, .lp-root a.lp-chip:focus { outline: 2px solid #0969da; }
 .lp-root .lp-marks { display: flex; gap: 2px; min-height: 9px; }
@@ -53,9 +53,9 @@ STYLE = """<style>
 .lp-root .lp-tally th, .lp-root .lp-tally td { border-bottom: 1px solid #ccc; padding: .25em .4em; text-align: left;
   vertical-align: top; }
 .lp-root .lp-tally thead th { font-weight: 600; }
-.lp-root .lp-tally tbody th { font-weight: 600; width: 12em; }
-.lp-root .lp-count-chip { display: inline-block; margin-right: .8em; white-space: nowrap; }
-.lp-root .lp-of { font-size: .85em; color: #555; }
+.lp-root .lp-tally tbody th { font-weight: 600; width: 11em; }
+.lp-root .lp-count-chip { display: inline-block; margin-right: .7em; white-space: nowrap; }
+.lp-root .lp-of { font-size: .85em; color: #555; white-space: nowrap; }
 """ + level_rules(".lp-root") + """.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
 .lp-root .lp-controls select, .lp-root .lp-controls input, .lp-root .lp-controls button { font: inherit;
   max-width: 14em; }

@@ -151,8 +151,7 @@ def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
     sizes = {k: sum(tallies.claim_set(r.claim) == k for r in found) for k in tallies.SETS}
     total = (f'<p class="lp-total"><b>{len(found)} claims</b>: '
              + ", ".join(f"{n} {_e(_SET_WORDS[k])}" for k, n in sizes.items())
-             + '. Two tallies, never one count: what holds in the theory\'s model (derivation and simulation) and what '
-             'is observed in training or on real data.</p>')
+             + '; two tallies, never one count. Each chip links to its row.</p>')
     counts = tallies.tally_html(tallies.tallies([(r.claim, (*r.deciding, *r.beside)) for r in found]),
                                 verdict_slug)
     legend = "".join(f'<span><span class="lp-sw v-{verdict_slug(v)}"></span>{_e(v)}</span>' for v in VERDICTS)
@@ -164,9 +163,8 @@ def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
         lines.append(f'<div class="lp-chapter-name"><a href="{link}">{_e(titles.get(n, n))}</a></div>'
                      f'<div class="lp-chips">{"".join(_chip(r, ledger) for r in mine)}</div>')
     return (f'<nav class="lp-picture" aria-label="Claims by chapter, coloured by verdict">{total}'
-            f'{counts}<p class="lp-total">Below, by the chapter that checks them; each chip links to its row in the '
-            f'ledger.</p><div class="lp-legend"><b>chip colour (headline):</b>{legend}</div>'
-            f'<div class="lp-legend"><b>evidence (filled: decides; hollow: beside):</b>{marks}</div>'
+            f'{counts}<div class="lp-legend"><b>By chapter; chip colour (headline):</b>{legend}'
+            f'<b>evidence (filled: decides; hollow: beside):</b>{marks}</div>'
             f'<div class="lp-chapters">{"".join(lines)}</div></nav>')
 
 

@@ -100,7 +100,9 @@ def test_page_has_an_anchor_row_and_a_chip_per_claim(tmp_path: Path) -> None:
     assert first["data-verdict"] == "verified" and second["data-verdict"] == "partly-verified"
     assert first["data-evidence"] == "derivation" and first["data-origin"] == "paper"
     assert first["data-sort-verdict"] == "0" and second["data-sort-verdict"] == "1"
-    assert tags.rows[-1]["data-origin"] == "book" and tags.rows[-1]["data-sort-origin"] == "1"
+    x9 = next(r for r in tags.rows if r["id"] == "X9")
+    assert x9["data-origin"] == "book" and x9["data-sort-origin"] == "1"
+    assert tags.rows[-1]["id"] == claims.CENTRAL[-1].id and tags.rows[-1]["data-origin"] == "paper"
     assert '<a href="../book/chapters/01-setting.html">' in text
     # per claim: the rule's history (escaped) and the verdict changes of the lock
     assert "float32 &lt;b&gt;" in text and "partly verified → verified. Why: measured again" in text
@@ -121,7 +123,8 @@ def test_page_is_markdown_that_myst_reads_as_html_with_markdown_statements(tmp_p
         if b in statements or b.startswith(("<style>", "<script>")) or not b.startswith("<"):
             continue
         assert re.match(r"</?(div|details|td|tr|table)\b", b), b[:80]  # a CommonMark HTML block of type 6
-    assert text.count("<tr ") == len(claims.CLAIMS) and text.count("</tr>") == len(claims.CLAIMS) + 1
+    table = text[text.index('<table class="lp-table"'):]
+    assert table.count("<tr ") == len(claims.CLAIMS) and table.count("</tr>") == len(claims.CLAIMS) + 1
 
 
 def test_controls_offer_every_filter_and_sort() -> None:
@@ -156,10 +159,15 @@ def test_a_chapter_verdict_table_links_each_claim_to_its_row() -> None:
 def test_the_page_opens_with_the_picture_and_counts_then_the_table(tmp_path: Path) -> None:
     _record("C1", "derivation", 0.0)
     text = ledger_page.page("../", *_locks(tmp_path))
-    n, book = len(claims.CLAIMS), sum(c.origin == "book" for c in claims.CLAIMS)
-    total = f"<b>{n} claims</b>: {n - book} of the paper, {book} of this book"
-    assert text.index(total) < text.index('class="lp-legend"') < text.index('<table class="lp-table"')
-    assert "verified: <b>1</b>" in text and f"not yet checked: <b>{n - 1}</b>" in text
+    n, central = len(claims.CLAIMS), len(claims.CENTRAL)
+    book = sum(c.origin == "book" for c in claims.CLAIMS)
+    total = f"<b>{n} claims</b>: {n - book - central} of the paper, {central} central claims"
+    assert text.index(total) < text.index('<table class="lp-tally"') < text.index('class="lp-legend"') \
+        < text.index('<table class="lp-table"')
+    # two tallies, never one count: C1's derivation counts in the theory's model only
+    tally = text[text.index('<table class="lp-tally"'):text.index('class="lp-legend"')]
+    assert tally.count("verified: <b>1</b>") == 1 and "holds in the theory&#x27;s model" in tally
+    assert tally.index("verified: <b>1</b>") < tally.index("none judged")
 
 
 def test_summary_is_the_ledgers_picture_linking_to_its_rows(tmp_path: Path) -> None:
@@ -171,7 +179,8 @@ def test_summary_is_the_ledgers_picture_linking_to_its_rows(tmp_path: Path) -> N
     tags = _Tags()
     tags.feed(text)
     assert sorted(tags.chips) == sorted(f"claims.html#{c.id}" for c in claims.CLAIMS)
-    assert "<style>" in text and "<table" not in text and 'id="ledger"' not in text and "<script" not in text
+    assert "<style>" in text and '<table class="lp-tally"' in text and '<table class="lp-table"' not in text
+    assert 'id="ledger"' not in text and "<script" not in text
     picture = ledger_page.picture(ledger_page.rows(), "../")
     assert re.sub(r'href="claims\.html#', 'href="#', text.split("</style>")[1]).count("lp-chip v-verified") == \
         picture.count("lp-chip v-verified") == 1
