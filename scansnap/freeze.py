@@ -36,7 +36,7 @@ before any run)."""
 
 @dataclass(frozen=True)
 class FreezeMeasures:
-    """The freeze of an attention map over a run.
+    """The freeze of an attention map over a run (Chapter 6's freeze criterion; P1, C40b).
 
     Attributes:
         tv_early: mean over rows of the total variation between the maps at the ends of the first window.
@@ -54,12 +54,20 @@ class FreezeMeasures:
 
 def total_variation(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """``1/2 sum_k |a_k - b_k|`` over the last axis: ``(..., N)`` twice -> ``(...)`` (in ``[0, 1]`` for
-    distributions)."""
+    distributions): the change between two attention maps (Chapter 6's freeze criterion; P1, C40b)."""
     check_tensor("a", a, floating=True)
     check_tensor("b", b, floating=True)
     if a.shape != b.shape:
         raise ValueError(f"b: must have a's shape {tuple(a.shape)}; got {tuple(b.shape)}")
     return 0.5 * (a - b).abs().sum(-1)
+
+
+def keeps_key(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Whether each row keeps its attended key (argmax over the last axis) from ``a`` to ``b``: ``(..., N)`` twice
+    -> ``(...)`` booleans (Chapter 6's and Chapter 8's share of rows that keep their key, C40b, P1)."""
+    if a.shape != b.shape:
+        raise ValueError(f"b: must have a's shape {tuple(a.shape)}; got {tuple(b.shape)}")
+    return a.argmax(-1) == b.argmax(-1)
 
 
 def _at(steps: np.ndarray, s: float, name: str) -> int:
@@ -71,7 +79,7 @@ def _at(steps: np.ndarray, s: float, name: str) -> int:
 
 def freeze_measures(maps: torch.Tensor, steps: object, early: tuple[float, float],
                     late: tuple[float, float]) -> FreezeMeasures:
-    """:class:`FreezeMeasures` of ``maps`` between the checkpoints ``early`` = (start, end) and ``late``.
+    """:class:`FreezeMeasures` of ``maps`` between the checkpoints ``early`` = (start, end) and ``late`` (P1).
 
     Args:
         maps: ``(S, ..., R, N)`` attention at ``S`` checkpoints: rows of ``N`` weights summing to 1 (every axis
@@ -93,13 +101,13 @@ def freeze_measures(maps: torch.Tensor, steps: object, early: tuple[float, float
     tv_late = float(total_variation(maps[c], maps[d]).mean())
     rate_early, rate_late = tv_early / (s[b] - s[a]), tv_late / (s[d] - s[c])
     ratio = float(rate_late / rate_early) if rate_early > 0 else math.nan
-    keep = float((maps[c].argmax(-1) == maps[d].argmax(-1)).double().mean())
+    keep = float(keeps_key(maps[c], maps[d]).double().mean())
     return FreezeMeasures(tv_early, tv_late, ratio, keep)
 
 
 def time_shuffled(maps: torch.Tensor, seed: int) -> torch.Tensor:
     """``maps`` ``(S, ...)`` with their order in time permuted (``seed``: the permutation's generator): the null
-    of :func:`freeze_measures` (no decay of the change per step, no persistence beyond chance)."""
+    of :func:`freeze_measures` (no decay of the change per step, no persistence beyond chance): P1's control."""
     check_tensor("maps", maps)
     check_int("seed", seed, low=0)
     perm = torch.randperm(maps.shape[0], generator=torch.Generator().manual_seed(seed))
@@ -107,7 +115,8 @@ def time_shuffled(maps: torch.Tensor, seed: int) -> torch.Tensor:
 
 
 def freeze_criteria(what: str = "the attention") -> tuple[Criterion, Criterion]:
-    """The freeze criterion on :class:`FreezeMeasures` (``tv_ratio``, ``keep_share``), ``what`` naming the maps."""
+    """Chapter 6's freeze criterion on :class:`FreezeMeasures` (``tv_ratio``, ``keep_share``), ``what`` naming the
+    maps (P1; C40b reuses its bars)."""
     return (at_most("tv_ratio", f"change per step of {what} (mean total variation between the maps at a window's "
                     "ends over its length) in the last window over the first", *FREEZE_RATIO),
             at_least("keep_share", f"share of the rows of {what} that keep their attended key (argmax) over the last "

@@ -78,11 +78,11 @@ FIGURE = re.compile(rf"\b(?:Figures?|Figs?\.) {_NUMBERS}")
 ATTRIBUTION = re.compile(
     r"\b(?:(?:Lemma|Theorem|Corollary|Remark|Assumption|Eqn|Equation|Figure|Section|Appendix)s?|(?:Fig|Sec|App)s?\.)"
     r" (?:\d|[A-H]\b)"
-    r"|\bChapter \d|\b[CX]\d+\b|\b(?:fig|thm|lemma|cor|rem|eqn|assumption|ch)-[a-z0-9]")
+    r"|\bChapter \d|\b[CXP]\d+[ab]?\b|\b(?:fig|thm|lemma|cor|rem|eqn|assumption|ch)-[a-z0-9]")
 LABEL = re.compile(
     r"(?<![\w-])((?:fig|thm|theorem|lemma|cor|corollary|rem|eqn|assumption|ch)-[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)")
 CHAPTER = re.compile(r"\bChapters? (\d+)")
-CLAIM = re.compile(r"(?<![\w-])([CX]\d+)\b")
+CLAIM = re.compile(r"(?<![\w-])([CXP]\d+[ab]?)\b")
 
 
 def _numbers(first: str, rest: str) -> set[int]:

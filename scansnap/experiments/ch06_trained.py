@@ -15,7 +15,7 @@ training verdicts say whether Theorem 4 describes the trained model and name the
 1's coupling of the decoder, C9: Eqn 13's dynamics), judged under C32. The controls are computed from the same run
 (:func:`~scansnap.experiments.phase_rules.phase_controls`; for C24 the one-constant reading ``a = b``; for C32 Eqn 13
 at permuted rates, :func:`~scansnap.experiments.phase_magnitude.eqn13_permuted`). The paper's central claim P1 (scan
-and snap seen in training) is judged on both runs (:mod:`~scansnap.experiments.ch06_scan_snap`).
+and snap seen in training) is judged on both runs (:mod:`~scansnap.experiments.scan_snap_rules`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER
-from scansnap.experiments.ch06_scan_snap import RULES_P1, ScanSnapRun, scan_snap_run
 from scansnap.experiments.phase_magnitude import (
     RULE_C24,
     RULE_C32_TRAINING,
@@ -44,6 +43,7 @@ from scansnap.experiments.phase_magnitude import (
     ratio_after_t0,
 )
 from scansnap.experiments.phase_rules import judge, phase_controls, phase_measures, phase_rule
+from scansnap.experiments.scan_snap_rules import RULES_P1, ScanSnapRun, scan_snap_run
 from scansnap.results import Config
 from scansnap.verdicts import Verdict
 
@@ -149,7 +149,7 @@ class TrainedResult:
         cross_measured, cross_theorem: ``(C,)`` Theorem 1's ``gamma beta_01`` of the trained decoder at the
             horizon, and the theorem's value (:func:`scansnap.theory.cross_coefficient`).
         p1_population, p1_sampled: P1's measures (scan and snap) on each run and on its control
-            (:func:`~scansnap.experiments.ch06_scan_snap.scan_snap_run`).
+            (:func:`~scansnap.experiments.scan_snap_rules.scan_snap_run`).
     """
 
     config: TrainedConfig

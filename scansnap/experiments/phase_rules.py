@@ -43,7 +43,8 @@ _PERMUTED = (f"the same sweep with the learning rates permuted across runs (medi
 
 
 def permutations(C: int, draws: int = PERMUTATIONS, seed: int = 0) -> np.ndarray:
-    """``(draws, C)`` seeded random permutations of ``C`` runs (the learning rates assigned to the runs at random)."""
+    """``(draws, C)`` seeded random permutations of ``C`` runs (the learning rates assigned to the runs at random).
+    (Chapter 6: the control of C28-C30 and C34)"""
     rng = np.random.default_rng(seed)
     return np.stack([rng.permutation(C) for _ in range(draws)])
 

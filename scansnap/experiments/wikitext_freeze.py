@@ -1,6 +1,6 @@
 """The drift ratio of Figure 7's held-out maps against their jitter floor: the measures of the retired ``RULE_C40``.
 
-Issue 26 retired ``RULE_C40`` (C40 is now C40a and C40b, judged by the bounded measures of
+Issue 26 retired ``RULE_C40`` (the claim is now C40a and C40b, judged by the bounded measures of
 :mod:`scansnap.experiments.wikitext_snap`): its drift-ratio criterion passes in the learning phase too (first window
 0.16, last 0.21 on the stored paper-protocol runs, bar 3), so it cannot tell learning from frozen. The measures stay
 as reported context (the figure's drift panel, the verdicts' details). What they were:
@@ -41,7 +41,7 @@ __all__ = ["Freeze", "PerRun", "drift_ratio", "freeze_measures", "held_at_start"
 
 
 def drift_ratio(tr: Trajectory, end: int = -1) -> float:
-    """Figure 7's (C40) drift ratio ``R = D / (sqrt(W) j)`` at checkpoint index ``end`` (module docstring): the drift
+    """Figure 7's drift (C40b) ratio ``R = D / (sqrt(W) j)`` at checkpoint index ``end`` (module docstring): the drift
     of the held-out maps over the ``W = tr.window`` steps before it over the drift a random walk of the per-step
     jitter measured inside that window would give. nan when there is no drift (``s < W``) or no jitter (the maps
     did not move at all)."""
@@ -54,7 +54,7 @@ def drift_ratio(tr: Trajectory, end: int = -1) -> float:
 
 @dataclass(frozen=True)
 class PerRun:
-    """Retired C40's numbers of one run (one seed, the first layer; :func:`per_run`).
+    """C40b context: numbers of one run (one seed, the first layer; :func:`per_run`).
 
     Attributes:
         entropy_fall: relative fall of the held-out attention entropy from step 0 to the end.
@@ -78,7 +78,7 @@ def _ratio(num: float, den: float) -> float:
 
 
 def per_run(tr: Trajectory) -> PerRun:
-    """Retired C40's :class:`PerRun` (Figure 7) of one trajectory (its ``window`` a multiple of the checkpoint
+    """C40b context: :class:`PerRun` (Figure 7) of one trajectory (its ``window`` a multiple of the checkpoint
     spacing)."""
     H, L, steps = tr.entropy, tr.heldout_loss, tr.steps
     start = np.flatnonzero(steps == steps[-1] - tr.window)
@@ -92,7 +92,7 @@ def per_run(tr: Trajectory) -> PerRun:
 
 @dataclass(frozen=True)
 class Freeze:
-    """Retired C40's measures: the 1-layer model over seeds (``_1``, experiment ``ch8-freeze``) and the first layer
+    """C40b context: measures: the 1-layer model over seeds (``_1``, experiment ``ch8-freeze``) and the first layer
     of the multi-layer model (``_multi``, experiment ``ch8-freeze-deep``, one seed).
 
     Attributes:
@@ -122,7 +122,7 @@ class Freeze:
 
 
 def freeze_measures(one: Sequence[Trajectory], multi: Trajectory) -> Freeze:
-    """Retired C40's :class:`Freeze` (Figure 7) from the 1-layer trajectories (one per seed) and the multi-layer
+    """C40b context: :class:`Freeze` (Figure 7) from the 1-layer trajectories (one per seed) and the multi-layer
     one."""
     runs = [per_run(tr) for tr in one]
     col = {name: np.array([getattr(r, name) for r in runs]) for name in ("entropy_fall", "late_drift",
@@ -137,7 +137,7 @@ def freeze_measures(one: Sequence[Trajectory], multi: Trajectory) -> Freeze:
 
 
 def held_at_start(tr: Trajectory) -> Trajectory:
-    """Retired C40's control: the trajectory of the same model held at step 0 (no update): every checkpoint is step
+    """C40b context: control: the trajectory of the same model held at step 0 (no update): every checkpoint is step
     0's (the same maps, entropy and held-out loss; no drift, no jitter), and the loss of a model that is not updated
     does not fall (its training loss is taken as its step-0 held-out loss at every step)."""
     C = len(tr.steps)

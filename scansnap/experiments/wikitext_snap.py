@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
-from scansnap import stats
+from scansnap import freeze, stats
 from scansnap.lm_train import Trajectory
 from scansnap.verdicts import Rule, at_least, at_most
 
@@ -40,24 +41,27 @@ CARRY = 4.0
 
 
 def total_variation(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean over query rows ``i >= 1`` of ``0.5 * sum_j |a_ij - b_ij|`` for maps ``(T, T)`` (row 0 sees one key)."""
-    return float(0.5 * np.abs(np.asarray(a, float) - np.asarray(b, float)).sum(-1)[1:].mean())
+    """Mean over query rows ``i >= 1`` of :func:`scansnap.freeze.total_variation` for maps ``(T, T)`` (row 0 sees one
+    key): C40b's change between two checkpoints of Figure 7's held-out maps."""
+    return float(freeze.total_variation(torch.as_tensor(a, dtype=torch.float64),
+                                        torch.as_tensor(b, dtype=torch.float64))[1:].mean())
 
 
 def kept_share(a: np.ndarray, b: np.ndarray) -> float:
-    """Share of query rows ``i >= 1`` of maps ``(T, T)`` whose argmax key is the same in ``a`` and ``b``."""
-    return float((np.argmax(a, -1) == np.argmax(b, -1))[1:].mean())
+    """Share of query rows ``i >= 1`` of maps ``(T, T)`` that keep their attended key
+    (:func:`scansnap.freeze.keeps_key`) from ``a`` to ``b``: C40b's rows that keep their key, Figure 7."""
+    return float(freeze.keeps_key(torch.as_tensor(a), torch.as_tensor(b))[1:].double().mean())
 
 
 def moved_mass(start: np.ndarray, end: np.ndarray) -> float:
     """``1 - mean_i end[i, argmax_j start[i, j]]`` over rows ``i >= 1`` of maps ``(T, T)``: the share of the final
-    attention off each row's step-0 favourite key."""
+    attention off each row's step-0 favourite key (Figure 7: C40a, C40b, P2, P3)."""
     top = np.argmax(start, -1)
     return float(1 - np.take_along_axis(np.asarray(end, float), top[:, None], -1)[1:, 0].mean())
 
 
 def row_entropy(p: np.ndarray) -> np.ndarray:
-    """``(..., T)`` rows -> ``(...)`` entropies (nats), zeros counting 0."""
+    """``(..., T)`` rows -> ``(...)`` entropies (nats), zeros counting 0 (Figure 7: C40a, C40b, P2, P3)."""
     p = np.asarray(p, float)
     return -(p * np.log(np.where(p > 0, p, 1.0))).sum(-1)
 
@@ -85,7 +89,8 @@ def temperature_null(start: np.ndarray, end: np.ndarray, iters: int = 80) -> np.
 
 
 def carried(p: np.ndarray, factor: float = CARRY) -> np.ndarray:
-    """Maps ``(..., T, T)`` with their logits multiplied by ``factor`` (``p ** factor``, renormalized per row)."""
+    """Maps ``(..., T, T)`` with their logits multiplied by ``factor`` (``p ** factor``, renormalized per row).
+    (Figure 7: C40a, C40b, P2, P3)"""
     w = np.asarray(p, float) ** factor
     return w / w.sum(-1, keepdims=True)
 
@@ -148,7 +153,8 @@ def snap_control(tr: Trajectory) -> SnapRun:
     """The control of one run, field by field: the sparsity fields on the temperature null
     (:func:`temperature_null`; its entropy is the final map's by construction, so its entropy fall is the run's),
     the freeze fields on the first window (step 0 to ``W``: the learning phase), and the final entropy on the known
-    collapse (:func:`carried`: the probe window's final map, logits carried :data:`CARRY` x)."""
+    collapse (:func:`carried`: the probe window's final map, logits carried :data:`CARRY` x).
+    (Figure 7: C40a, C40b, P2, P3)"""
     P, L = tr.probe_maps, tr.heldout_loss
     w = _at(tr, tr.window)
     null = temperature_null(P[0], P[-1])
@@ -186,7 +192,8 @@ _UNIT = ("moved_mass", "tv_late", "kept_late")  # shares: an interval end is cli
 
 
 def snap_measures(one: Sequence[SnapRun], multi: SnapRun) -> Snap:
-    """:class:`Snap` from the 1-layer runs' :class:`SnapRun` (one per seed) and the multi-layer one's."""
+    """:class:`Snap` from the 1-layer runs' :class:`SnapRun` (one per seed) and the multi-layer one's.
+    (Figure 7: C40a, C40b, P2, P3)"""
     ones: dict[str, float] = {}
     for name in SnapRun.__dataclass_fields__:
         _, low, high = stats.t_interval(np.array([getattr(r, name) for r in one]))
@@ -233,7 +240,7 @@ class Collapse:
 
 def project(m: Snap, cls: type):
     """The fields of ``cls`` (:class:`Sparse`, :class:`Frozen`, :class:`Collapse` or :class:`Snap`) taken from ``m``:
-    what the rule of that measures type reads."""
+    what the rule of that measures type reads (Figure 7: C40a, C40b, P2, P3)."""
     return cls(**{name: getattr(m, name) for name in cls.__dataclass_fields__})
 
 
@@ -317,7 +324,8 @@ RULES = [RULE_C40A, RULE_C40B, RULE_P2, RULE_P3]
 
 def snap_table(runs: Sequence[tuple[str, Trajectory]]) -> str:
     """A markdown table, one row per ``(name, trajectory)``: the freeze measures over the last window and over the
-    first (the control), the entropy at the end, the moved mass and the temperature null's."""
+    first (the control), the entropy at the end, the moved mass and the temperature null's.
+    (Figure 7: C40a, C40b, P2, P3)"""
     head = ("| run | TV last window (first) | rows keeping their key, last (first) | rate / peak, last (first) | "
             "final entropy, nats | moved mass (temperature null) |\n|---|---|---|---|---|---|\n")
     rows = []

@@ -36,7 +36,7 @@ a rate (the stored grid's rate 8: 6.45-6.56 at step 600 against 5.95-6.07; 6.34-
 class SteadyStop:
     """Converged at the first measurement ``s >= min_steps`` at which, for ``patience`` successive measurements, the
     held-out loss averaged over the last ``width`` measurements has not fallen below ``(1 - tolerance)`` times its
-    best earlier average."""
+    best earlier average (Figure 10: C41, X7)."""
 
     width: int = 3
     patience: int = 3
@@ -71,7 +71,8 @@ class SteadyStop:
 
 def steady_stops(loss: np.ndarray, every: int, rule: SteadyStop) -> np.ndarray:
     """``(R, S)`` the step at which :class:`SteadyStop` says each run of held-out ``loss`` ``(R, S, E)`` (measured
-    every ``every`` steps, nan after it ended) converged; -1 where it had not by the end of its stored curve."""
+    every ``every`` steps, nan after it ended) converged; -1 where it had not by the end of its stored curve.
+    (Figure 10: C41, X7)"""
     out = np.full(loss.shape[:2], -1, dtype=np.int64)
     steps = np.arange(loss.shape[2]) * every
     for i, j in np.ndindex(*loss.shape[:2]):
@@ -83,7 +84,7 @@ def steady_stops(loss: np.ndarray, every: int, rule: SteadyStop) -> np.ndarray:
 def degenerate(loss: np.ndarray, stop: np.ndarray, every: int, share: float = DEGENERATE) -> np.ndarray:
     """``(R,)``: the rates (increasing) above the one with the lowest mean over seeds of the held-out loss ``(R, S, E)``
     (measured every ``every`` steps) at the earliest stop of ``stop`` ``(R, S)``, whose own mean there is more than
-    ``share`` above it."""
+    ``share`` above it (Figure 10: C41, X7)."""
     at = int(stop.min())
     mean = np.array([[_read(loss[i, j], every, at) for j in range(loss.shape[1])] for i in range(loss.shape[0])])
     mean = mean.mean(axis=1)
@@ -99,7 +100,7 @@ def _read(curve: np.ndarray, every: int, step: float) -> float:
 
 def matched(lrs: np.ndarray, entropy: np.ndarray, stop: np.ndarray, every: int) -> tuple[float, np.ndarray]:
     """``(eta_t, (R, S))``: the largest ``eta * t`` every run reaches (``min lr * stop``) and each run's entropy
-    ``(R, S, E)`` read there (at step ``eta_t / lr``)."""
+    ``(R, S, E)`` read there (at step ``eta_t / lr``) (Figure 10: C41, X7)."""
     lrs = np.asarray(lrs, float)
     eta_t = float(np.min(lrs[:, None] * stop))
     return eta_t, np.array([[_read(entropy[i, j], every, eta_t / lr) for j in range(entropy.shape[1])]
@@ -125,7 +126,7 @@ def late_change_table(lrs: tuple[float, ...], entropy: np.ndarray, stop: np.ndar
                       span: int = 300) -> str:
     """A markdown table, one row per rate of ``entropy`` ``(R, S, E)``: the mean over seeds of the entropy where the
     runs stopped (``stop`` ``(R, S)``) and its relative change over the last ``span`` steps before the stop (what a
-    store of entropies alone can say of a freeze: it holds no maps)."""
+    store of entropies alone can say of a freeze: it holds no maps) (Figure 10: C41, X7)."""
     rows = ["| rate | entropy where the runs stopped, nats | its change over the last "
             f"{span} steps |", "|---|---|---|"]
     for i, lr in enumerate(lrs):
@@ -138,6 +139,6 @@ def late_change_table(lrs: tuple[float, ...], entropy: np.ndarray, stop: np.ndar
 def step_noise(loss: np.ndarray, every: int, start: int = 500) -> float:
     """The standard deviation of the relative change of the held-out loss ``(R, S, E)`` between consecutive
     measurements (``every`` steps apart) from step ``start`` on, over every run: the noise a stopping rule must not
-    read as convergence."""
+    read as convergence (Figure 10: C41, X7)."""
     change = np.diff(loss, axis=-1) / loss[..., :-1]
     return float(np.nanstd(change[..., start // every:]))

@@ -80,7 +80,7 @@ def _windows(t: np.ndarray, window: float) -> tuple[tuple[float, float], tuple[f
 def scan_snap(f: torch.Tensor, log_chi: np.ndarray, common: np.ndarray, t: np.ndarray,
               eta_Y: np.ndarray, eta_Z: np.ndarray, early: tuple[float, float],
               late: tuple[float, float]) -> ScanSnap:
-    """:class:`ScanSnap` of the run whose ``ln chi_l0`` gains most.
+    """:class:`ScanSnap` of the run whose ``ln chi_l0`` gains most (P1, Chapter 6).
 
     Args:
         f: ``(S, C, K, M)`` attention at the ``S`` checkpoints of ``C`` runs; log_chi, common: ``(S, C)`` the
