@@ -55,6 +55,7 @@ STYLE = """<style>
 .lp-root .lp-tally thead th { font-weight: 600; }
 .lp-root .lp-tally tbody th { font-weight: 600; width: 11em; }
 .lp-root .lp-count-chip { display: inline-block; margin-right: .7em; white-space: nowrap; }
+.lp-root details.lp-bychapter > summary { cursor: pointer; font-size: .9em; font-weight: 600; margin: .3em 0; }
 .lp-root .lp-of { font-size: .85em; color: #555; white-space: nowrap; }
 """ + level_rules(".lp-root") + """.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
 .lp-root .lp-controls select, .lp-root .lp-controls input, .lp-root .lp-controls button { font: inherit;

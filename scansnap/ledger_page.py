@@ -136,7 +136,7 @@ def _chip(row: LedgerRow, ledger: str = "") -> str:
             f'>{row.claim.id}<span class="lp-marks">{_marks(row)}</span></a>')
 
 
-def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
+def picture(found: list[LedgerRow], base: str = "", ledger: str = "", folded: bool = False) -> str:
     """The picture at the top of the ledger (HTML): the number of claims, the two tallies of each claim set
     (:mod:`scansnap.tallies`: what holds in the theory's model, what is observed in training or on real data; never
     one count of both), and per chapter a line of claim chips, each coloured by the claim's headline and marked with
@@ -147,6 +147,8 @@ def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
         base: prefix from the page to the site root (``"../"`` from ``book/claims.html``).
         ledger: the ledger page from this page (``""`` on the ledger itself, ``"book/claims.html"`` from the
             intro): each chip links to ``<ledger>#<claim id>``.
+        folded: the chips by chapter in a closed ``<details>`` (the ledger page, where the table that follows holds
+            the same claims), so that the tallies and the table's first rows fit one screen.
     """
     sizes = {k: sum(tallies.claim_set(r.claim) == k for r in found) for k in tallies.SETS}
     total = (f'<p class="lp-total"><b>{len(found)} claims</b>: '
@@ -162,10 +164,13 @@ def picture(found: list[LedgerRow], base: str = "", ledger: str = "") -> str:
         link = f"{base}{mine[0].claim.chapter}.html"
         lines.append(f'<div class="lp-chapter-name"><a href="{link}">{_e(titles.get(n, n))}</a></div>'
                      f'<div class="lp-chips">{"".join(_chip(r, ledger) for r in mine)}</div>')
-    return (f'<nav class="lp-picture" aria-label="Claims by chapter, coloured by verdict">{total}'
-            f'{counts}<div class="lp-legend"><b>By chapter; chip colour (headline):</b>{legend}'
-            f'<b>evidence (filled: decides; hollow: beside):</b>{marks}</div>'
-            f'<div class="lp-chapters">{"".join(lines)}</div></nav>')
+    chips = (f'<div class="lp-legend"><b>chip colour (headline):</b>{legend}'
+             f'<b>evidence (filled: decides; hollow: beside):</b>{marks}</div>'
+             f'<div class="lp-chapters">{"".join(lines)}</div>')
+    chips = (f'<details class="lp-bychapter"{"" if folded else " open"}><summary>Every claim by the chapter that '
+             f'checks it</summary>{chips}</details>')
+    return f'<nav class="lp-picture" aria-label="Claims by chapter, coloured by verdict">{total}{counts}{chips}</nav>'
+
 
 
 def _controls(found: list[LedgerRow]) -> str:
@@ -300,7 +305,7 @@ def page(base: str = "../", rules_path: Path | None = None, lock_path: Path | No
         rules_path, lock_path: the locks (default ``ledger/rules.json``, ``ledger/verdicts-book.json``).
     """
     found = rows(rules_path, lock_path)
-    body = f'<div id="ledger" class="lp-root">{picture(found, base)}{_controls(found)}{table(found, base)}'
+    body = f'<div id="ledger" class="lp-root">{picture(found, base, folded=True)}{_controls(found)}{table(found, base)}'
     return "\n\n".join([STYLE, body + "\n\n</div>", SCRIPT, ledger.changes_markdown(lock_path).strip()]) + "\n"
 
 

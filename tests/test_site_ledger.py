@@ -200,7 +200,7 @@ def test_ledger_filters(browser, ledger_url: str) -> None:
         page.click("#ledger button[data-reset]")
         page.fill("#ledger input[data-filter=text]", "WikiText")
         rows = page.evaluate(_VISIBLE)
-        assert rows and len(rows) < len(IDS) and "C40" in {r["id"] for r in rows}
+        assert rows and len(rows) < len(IDS) and "C40b" in {r["id"] for r in rows}
         page.click("#ledger button[data-reset]")
         assert len(page.evaluate(_VISIBLE)) == len(IDS)
         assert not problems, "\n".join(problems)
@@ -227,10 +227,10 @@ def test_every_claim_anchor_resolves(browser, ledger_url: str) -> None:
         assert all("verdict changes" in text for _, text in details)
         assert any("rule history" in text and "Why:" in text for _, text in details)
         _select(page, "chapter", "1")
-        assert page.is_hidden("#C40")
-        page.evaluate("() => { window.location.hash = 'C40'; }")
-        page.wait_for_function("() => !document.getElementById('C40').hidden")
-        assert page.evaluate("() => document.getElementById('C40').getBoundingClientRect().top") < 900
+        assert page.is_hidden("#C40b")
+        page.evaluate("() => { window.location.hash = 'C40b'; }")
+        page.wait_for_function("() => !document.getElementById('C40b').hidden")
+        assert page.evaluate("() => document.getElementById('C40b').getBoundingClientRect().top") < 900
         assert not problems, "\n".join(problems)
 
 
