@@ -13,10 +13,10 @@ import pytest  # noqa: E402
 from scansnap import experiments  # noqa: E402
 from scansnap.experiments import ch06_figures as ch6f  # noqa: E402
 from scansnap.experiments import ch06_phase_transition as ch6  # noqa: E402
-from scansnap.experiments import scan_snap_rules as p1  # noqa: E402
 from scansnap.experiments import ch06_scanning_reach as reach  # noqa: E402
 from scansnap.experiments import ch06_trained as ch6t  # noqa: E402
 from scansnap.experiments import phase_magnitude, phase_rules  # noqa: E402
+from scansnap.experiments import scan_snap_rules as p1  # noqa: E402
 
 
 @pytest.fixture(scope="module")
