@@ -126,7 +126,7 @@ def tally_html(found: Sequence[Tally], slug=lambda level: level.replace(" ", "-"
             chips = "".join(f'<span class="lp-count-chip" title="{html.escape(", ".join(t.claims[lv]))}">'
                             f'<span class="lp-sw v-{slug(lv)}"></span>{html.escape(lv)}: <b>{n}</b></span>'
                             for lv, n in t.counts.items() if n)
-            cells.append(f"<td>{chips or 'none judged'}"
+            cells.append(f"<td>{chips or 'none judged'} "
                          f'<span class="lp-of">({t.judged} of {t.size} judged)</span></td>')
         size = next(t.size for t in found if t.claim_set == key)
         body.append(f'<tr><th scope="row">{html.escape(words)} ({size})</th>{"".join(cells)}</tr>')
