@@ -8,8 +8,8 @@ not use Thebe (the Binder launch button does not need it), so this extension dis
 The claims ledger, the figure gallery, "What this book found" and the intro (which shows the ledger's picture) read
 the verdicts and figures that the chapters write while they execute. Sphinx reads pages in sorted order
 (``book/chapters/*`` before ``book/claims``, ``book/figures``, ``book/found`` and ``book/intro``), but re-reads only
-pages whose source changed: this extension marks the four pages as always outdated, so they are re-read (and, with ``execution_mode: force``, re-executed) on
-every build, after the chapters.
+pages whose source changed: this extension marks the four pages as always outdated, so they are re-read (and, with
+``execution_mode: force``, re-executed) on every build, after the chapters.
 
 sphinx-book-theme 1.3.0 hides its right sidebar (``div.bd-sidebar-secondary``) while a ``full-width``
 or margin element is in view, but a page with no section headings (the ledger, the gallery) has
