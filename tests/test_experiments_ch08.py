@@ -1,5 +1,5 @@
 """Chapter 8's Figure 7 experiments on WikiText-2 (smoke sizes): typed results, saved and reloaded, verdict C40
-with its controls and the paper's protocol as the minimum for a negative verdict."""
+with its controls, and the reduced-protocol labels its stored runs carry."""
 
 from __future__ import annotations
 
