@@ -1,4 +1,4 @@
-"""Chapter 8's Figure 7 experiments on WikiText-2 (smoke sizes): typed results, saved and reloaded, verdict C40
+"""Chapter 8's Figure 7 experiments on WikiText-2 (smoke sizes): typed results, saved and reloaded, verdicts C40a, C40b
 with its controls, and the reduced-protocol labels its stored runs carry."""
 
 from __future__ import annotations
