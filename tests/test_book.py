@@ -126,26 +126,28 @@ def _check_executed(chapter: Path, nb, build: Path, profile: str, recheck: Path 
                              "--quiet"]) == 0
             made = (recheck / "figures" / record.files["data"]).read_bytes()
             assert made == (build / "figures" / record.files["data"]).read_bytes(), f"{record.id}: data differ"
-    mine = [p for p in (build / "verdicts").glob("*.json") if recheck is not None or claims.get(p.stem).chapter
-            == docname]
-    judged = {f"{v.claim}/{v.evidence}" for path in mine for v in claims.verdicts(path.stem)}
+    # the verdicts this chapter made: all of them in a folder of its own (recheck), else those linking to its page (a
+    # central claim, P1-P3, is decided on several kinds of evidence, each in the chapter that has the runs)
+    ids = {c.id for c in claims.CLAIMS}
+    found = [v for path in (build / "verdicts").glob("*.json") if path.stem in ids for v in claims.verdicts(path.stem)]
+    assert all(v.link for v in found), [v.claim for v in found if not v.link]
+    mine = [v for v in found if recheck is not None or v.link.partition("#")[0] == f"{docname}.html"]
+    judged = {f"{v.claim}/{v.evidence}" for v in mine}
     owned = {r.key for m in experiments.modules() for r in m.RULES
              if any(e.chapter == docname for e in m.EXPERIMENTS)}
     assert owned <= judged, f"rules of {docname}'s experiments that its run never judged: {owned - judged}"
     anchors = page_anchors(chapter.read_text())
-    for path in mine:
-        # a central claim (P1-P3) is decided on several kinds of evidence, each in the chapter that has the runs
-        central = path.stem in {c.id for c in claims.CENTRAL}
-        assert central or claims.get(path.stem).chapter == docname, f"{path.stem} is not a claim of {docname}"
-        for v in claims.verdicts(path.stem):
-            assert v.profile == profile
-            if v.evidence in TRAINING_KINDS:  # every training verdict carries its control's numbers and level
-                assert v.control_level and set(v.control) == set(v.numbers), (v.claim, v.evidence)
-            else:
-                assert not v.control_level and not v.control
-            page, _, anchor = v.link.partition("#")
-            assert page == f"{docname}.html", v.link
-            assert not anchor or anchor in anchors, f"{v.claim}: no anchor #{anchor} on {docname}"
+    central = {c.id for c in claims.CENTRAL}
+    for v in mine:
+        assert v.claim in central or claims.get(v.claim).chapter == docname, f"{v.claim} is not a claim of {docname}"
+        assert v.profile == profile
+        if v.evidence in TRAINING_KINDS:  # every training verdict carries its control's numbers and level
+            assert v.control_level and set(v.control) == set(v.numbers), (v.claim, v.evidence)
+        else:
+            assert not v.control_level and not v.control
+        page, _, anchor = v.link.partition("#")
+        assert page == f"{docname}.html", v.link
+        assert not anchor or anchor in anchors, f"{v.claim}: no anchor #{anchor} on {docname}"
 
 
 def page_anchors(text: str) -> set[str]:
