@@ -49,14 +49,16 @@ STYLE = """<style>
 .lp-root .lp-marks { display: flex; gap: 2px; min-height: 9px; }
 .lp-root svg.lp-mk { width: 9px; height: 9px; fill: currentColor; stroke: currentColor; stroke-width: 1.4; }
 .lp-root svg.lp-mk.lp-beside { fill: none; }
-.lp-root table.lp-tally { border-collapse: collapse; font-size: .85em; margin: .4em 0; width: 100%; }
+.lp-root table.lp-tally { border-collapse: collapse; font-size: .85em; margin: .4em 0; width: 100%;
+  table-layout: fixed; }
 .lp-root .lp-tally th, .lp-root .lp-tally td { border-bottom: 1px solid #ccc; padding: .25em .4em; text-align: left;
   vertical-align: top; }
 .lp-root .lp-tally thead th { font-weight: 600; }
-.lp-root .lp-tally tbody th { font-weight: 600; width: 11em; }
+.lp-root .lp-tally tbody th, .lp-root .lp-tally thead th:first-child { font-weight: 600; width: 24%; }
+.lp-root .lp-tally th, .lp-root .lp-tally td { overflow-wrap: anywhere; }
 .lp-root .lp-count-chip { display: inline-block; margin-right: .7em; white-space: nowrap; }
 .lp-root details.lp-bychapter > summary { cursor: pointer; font-size: .9em; font-weight: 600; margin: .3em 0; }
-.lp-root .lp-of { font-size: .85em; color: #555; white-space: nowrap; }
+.lp-root .lp-of { font-size: .85em; color: #555; }
 """ + level_rules(".lp-root") + """.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
 .lp-root .lp-controls select, .lp-root .lp-controls input, .lp-root .lp-controls button { font: inherit;
   max-width: 14em; }

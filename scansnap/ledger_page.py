@@ -321,7 +321,7 @@ def summary(base: str = "../", ledger: str = "claims.html") -> str:
     return f'{STYLE}\n<div class="lp-root lp-summary">{picture(rows(), base, ledger)}</div>'
 
 
-_CLAIM_HREF = re.compile(r'(claims\.html#)([cx]\d+[a-z]?)(")')
+_CLAIM_HREF = re.compile(r'(claims\.html#)([cxp]\d+[a-z]?)(")')
 
 
 def link_claims(text: str) -> str:

@@ -222,7 +222,7 @@ def test_every_claim_anchor_resolves(browser, ledger_url: str) -> None:
             f"#{i}" for i in IDS)
         colours = {h[1:]: re.search(r"v-([\w-]+)", cls).group(1) for h, cls in chips}
         assert colours == dict(zip(IDS, rows, strict=True))
-        details = page.evaluate("""() => Array.from(document.querySelectorAll('#ledger tbody tr'))
+        details = page.evaluate("""() => Array.from(document.querySelectorAll('#ledger table.lp-table tbody tr'))
           .map(r => [r.id, (r.querySelector('details.lp-more') || {}).textContent || ''])""")
         assert all("verdict changes" in text for _, text in details)
         assert any("rule history" in text and "Why:" in text for _, text in details)
