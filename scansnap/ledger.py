@@ -35,7 +35,6 @@ __all__ = [
     "check_rules",
     "ledger_folder",
     "lock_state",
-    "markdown",
     "read_lock",
     "read_rules",
     "rule_history",
@@ -256,44 +255,6 @@ def write_lock(reason: str, path: Path | None = None, today: str | None = None) 
     return diffs
 
 
-def _cell(v, decides: bool = True) -> str:
-    note = "" if decides else " (does not decide this claim)"
-    text = f"*{v.evidence}*: **{v.label()}**{note} — {v.summary()}"
-    if v.premise and v.level != "verified":
-        text += f"; premise a miss points to: {v.premise}"
-    return text
-
-
-def markdown(base: str = "", rules_path: Path | None = None, lock_path: Path | None = None) -> str:
-    """The ledger page as MyST markdown: one table row per claim (statement in math, headline, the evidence
-    that decides it, for a claim of the theory whether it describes training, where it is checked), the
-    changes since the previous lock, then per verdict its rule in words, protocol, numbers, control and the
-    rule's history.
-
-    Args:
-        base: prefix that turns a site-relative link (``book/chapters/...html#...``) into one relative to the
-            page showing the table (``"../"`` from ``book/claims.html``).
-        rules_path, lock_path: the locks (default under ``ledger/``; missing files show no history).
-    """
-    rows = ["| claim | statement | paper | verdict | evidence that decides it | describes training? | checked in |",
-            "|---|---|---|---|---|---|---|"]
-    for c, head, found in claims.ledger():
-        cid = f"{c.id} (this book)" if c.origin == "book" else c.id
-        kinds = claims.admissible(c.id)
-        training = claims.describes_training(c.id)
-        if not found:
-            where, evidence = f"planned: `{c.chapter.rsplit('/', 1)[-1]}`", "-"
-        else:
-            links = dict.fromkeys(v.link or f"{c.chapter}.html" for v in found)
-            where = " ".join(f'<a href="{base}{h}">{h.rsplit("/", 1)[-1]}</a>' for h in links)
-            evidence = "<br>".join(_cell(v, v.evidence in kinds) for v in found if v not in training) or "-"
-        beside = "<br>".join(_cell(v) for v in training) or ("-" if c.kind == "theory" else "(a claim about training)")
-        cells = [f'<span id="{c.id.lower()}"></span>{cid}', c.statement, c.where, f"**{head}**", evidence, beside,
-                 where]
-        rows.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
-    return "\n".join(rows) + "\n\n" + changes_markdown(lock_path) + _rules_markdown(base, rules_path)
-
-
 def changes_markdown(lock_path: Path | None = None) -> str:
     """The verdicts that changed at the last lock of ``ledger/verdicts-book.json`` (or ``lock_path``), as a
     markdown paragraph and list with the lock's date, commit and reason ("" when nothing changed or there is no
@@ -312,34 +273,3 @@ def changes_markdown(lock_path: Path | None = None) -> str:
     lines += [f"- {c['claim']} ({c['what']}): {c['from']} → {c['to']}" + ("" if one else f": {c['reason']}")
               for c in recent]
     return "\n".join(lines) + "\n\n"
-
-
-def _rules_markdown(base: str, rules_path: Path | None) -> str:
-    """Per recorded verdict: the rule in words, the protocol, the numbers, the control and the rule's history."""
-    try:
-        locked = read_rules(rules_path)
-    except FileNotFoundError:
-        locked = {}
-    blocks = ["**The rules behind the verdicts**", ""]
-    for c, _, found in claims.ledger():
-        for v in found:
-            link = v.link or f"{c.chapter}.html"
-            blocks += [f"**{c.id}**, *{v.evidence}*: **{v.label()}** "
-                       f'(<a href="{base}{link}">{link.rsplit("/", 1)[-1]}</a>)', "",
-                       f"- rule: {v.rule}", f"- protocol: {v.protocol}" + (f" (profile {v.profile})" if v.profile
-                                                                           else ""),
-                       f"- numbers: {_numbers(v.numbers)}"]
-            if v.control_level:
-                blocks.append(f"- control ({v.control_level}): {_numbers(v.control)}"
-                              + ("; the control passes too" if v.reason == "the control passes too" else ""))
-            blocks += [f"- measured: {v.details}"] if v.details else []
-            history = locked.get(f"{c.id}/{v.evidence}", {}).get("history", [])
-            if history:
-                blocks.append("- rule history: " + "; ".join(
-                    f"{h['date']} ({h['commit']}): {h['change']}. Why: {h['reason']}" for h in history))
-            blocks.append("")
-    return "\n".join(blocks) if len(blocks) > 2 else ""
-
-
-def _numbers(numbers: dict[str, float]) -> str:
-    return "; ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}" for k, v in numbers.items())

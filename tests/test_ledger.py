@@ -132,13 +132,3 @@ def test_the_repository_lock_is_of_the_book_profile_and_covers_every_claim() -> 
     assert data["profile"] == "book"
     assert set(data["verdicts"]) == {c.id for c in claims.CLAIMS}
     assert all(v["headline"] in claims.VERDICTS for v in data["verdicts"].values())
-
-
-def test_ledger_page_markdown_lists_every_claim_with_evidence_training_column_and_history() -> None:
-    _record("C1", 0.0)
-    md = ledger.markdown(base="../")
-    rows = md.split("\n\n")[0].splitlines()[2:]
-    assert len(rows) == len(claims.CLAIMS)
-    assert '<a href="../book/chapters/01-setting.html">' in rows[0] and "*derivation*: **verified**" in rows[0]
-    assert "C43 (this book)" in md and "describes training?" in md
-    assert "rule history: " in md and "Rules out: errors of order one" in md
