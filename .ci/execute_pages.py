@@ -52,7 +52,7 @@ def notebook(path: Path, root: Path = ROOT):
     from myst_parser.config.main import MdParserConfig
 
     text = path.read_text()
-    digest = page_hash(root, text)
+    digest = page_hash(root, text, path.resolve().relative_to(root.resolve()).with_suffix("").as_posix())
     config = _config(root)
     extensions = set(config.get("parse", {}).get("myst_enable_extensions", []))
     return read_myst_markdown_notebook(stamped(text, digest) if digest else text,

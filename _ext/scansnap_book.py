@@ -18,16 +18,16 @@ no right sidebar, and its script then throws ``Cannot read properties of null (r
 extension adds a tiny script that puts an empty, hidden ``div.bd-sidebar-secondary`` in the page
 for the theme's script to find.
 
-**No page is served from an execution against other library code.** jupyter-cache re-executes a
-notebook only when its code cells (or its kernelspec) change, and Sphinx re-reads a page only when
-its source changes; neither sees an edit under ``scansnap/``. This extension computes, for each
-notebook page, a hash of the library sources that page can run (:func:`library_closure`: the
-``scansnap`` modules its code cells import, and everything those import, transitively, with their
-packages' ``__init__`` files), and (1) writes it into the page's kernelspec (``scansnap_sources``) when
-Sphinx reads the page, so the cache key changes with the library, and (2) reports the page as outdated
-when its hash differs from the one of the last build. An edit to ``scansnap/experiments/ch07_*.py``
-re-executes the pages that import it; an edit to ``scansnap/data.py`` re-executes every page that
-(transitively) imports it.
+**No page is served from an execution against other library code.** jupyter-cache re-executes a notebook only
+when its code cells (or its kernelspec) change, and Sphinx re-reads a page only when its source changes; neither
+sees an edit under ``scansnap/``. This extension computes, for each notebook page, a hash of the library sources
+that page can run (:func:`library_closure`: the ``scansnap`` modules its code cells import, and everything those
+import, transitively, with their packages' ``__init__`` files, and the experiment modules
+:mod:`scansnap.manifest` gives its chapter), and (1) writes it into the page's kernelspec (``scansnap_sources``)
+when Sphinx reads the page, so the cache key changes with the library, and (2) reports the page as outdated when
+its hash differs from the one of the last build. An edit to ``scansnap/experiments/ch07_syn_medium.py``
+re-executes Chapter 7 and the pages that read every experiment (the ledger, the gallery), no other chapter; an edit
+to ``scansnap/data.py`` re-executes every page that (transitively) imports it.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def _page_hash(app: Sphinx, docname: str) -> str:
     path = Path(app.env.doc2path(docname))
     if path.suffix != ".md" or not path.is_file():
         return ""
-    return page_hash(Path(app.srcdir), path.read_text())
+    return page_hash(Path(app.srcdir), path.read_text(), docname)
 
 
 def stamped(text: str, digest: str) -> str:
@@ -90,9 +90,11 @@ def stamped(text: str, digest: str) -> str:
     return re.sub(r"^kernelspec:\n", f"kernelspec:\n  scansnap_sources: {digest}\n", text, count=1, flags=re.M)
 
 
-def page_hash(root: Path, text: str) -> str:
-    """The library hash of a notebook page with source ``text`` (``""`` for a page that is not a notebook)."""
-    return library_hash(root, text) if re.search(r"^kernelspec:", text, re.M) else ""
+def page_hash(root: Path, text: str, docname: str | None = None) -> str:
+    """The library hash of a notebook page with source ``text`` (``""`` for a page that is not a notebook);
+    ``docname`` (``"book/chapters/07-syn-medium"``) adds the modules of that chapter's experiments
+    (:mod:`scansnap.manifest`)."""
+    return library_hash(root, text, docname) if re.search(r"^kernelspec:", text, re.M) else ""
 
 
 def _stamp_kernelspec(app: Sphinx, docname: str, source: list[str]) -> None:

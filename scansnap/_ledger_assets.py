@@ -10,6 +10,12 @@ No text here may hold two opening braces in a row: MyST's substitution extension
 
 from __future__ import annotations
 
+
+def verdict_slug(level: str) -> str:
+    """A verdict as a CSS class and filter value: ``"partly verified"`` -> ``"partly-verified"``."""
+    return level.replace(" ", "-")
+
+
 LEVEL_COLOURS = {
     "verified": "background: #1b7837; color: #fff;",
     "partly-verified": "background: #a6dba0; color: #111;",
@@ -17,7 +23,7 @@ LEVEL_COLOURS = {
     "not-reproduced": "background: #9e1f63; color: #fff;",
     "not-yet-checked": "background: #fff; color: #111; border-style: dashed;",
 }
-"""The colour of each verdict (:func:`scansnap.ledger_page.verdict_slug` of a headline or level -> CSS declarations):
+"""The colour of each verdict (:func:`verdict_slug` of a headline or level -> CSS declarations):
 one palette for the ledger's chips and the chapters' verdict tables (:mod:`scansnap.verdict_table`)."""
 
 

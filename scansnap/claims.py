@@ -25,7 +25,7 @@ try:  # POSIX; elsewhere chapters execute one at a time (make book's BOOK_JOBS=1
 except ImportError:  # pragma: no cover
     fcntl = None
 
-from scansnap import profiles
+from scansnap import manifest, profiles
 from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir, atomic_write, dump_json
 from scansnap.verdicts import EVIDENCE, LEVELS, THEORY_KINDS, TRAINING_KINDS, Verdict, worst
@@ -77,17 +77,7 @@ class Claim:
         check_choice(f"{self.id}: origin", self.origin, ("paper", "book"))
 
 
-_CH = {
-    1: "book/chapters/01-setting",
-    2: "book/chapters/02-long-sequences",
-    3: "book/chapters/03-decoder-dynamics",
-    4: "book/chapters/04-fates-of-tokens",
-    5: "book/chapters/05-scanning",
-    6: "book/chapters/06-phase-transition",
-    7: "book/chapters/07-syn-medium",
-    8: "book/chapters/08-wikitext",
-    9: "book/chapters/09-beyond",
-}
+_CH = manifest.CHAPTERS
 _T, _E = "theory", "experiment"
 
 CLAIMS: tuple[Claim, ...] = (

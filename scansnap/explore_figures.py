@@ -16,16 +16,19 @@ already computes for the static figure (no new training):
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from scansnap import stats, theory
-from scansnap.experiments.ch05_synsmall import DISTINCT, TOKENS, Fig4Result
-from scansnap.experiments.ch06_figures import Fig3Result, Fig9Result
-from scansnap.experiments.ch06_trained import TrainedResult
-from scansnap.experiments.ch07_syn_medium import SweepResult
-from scansnap.experiments.ch08_wikitext import FreezeResult
+from scansnap import data, stats, theory
 from scansnap.explore import Control, Explorable, rounded
+
+if TYPE_CHECKING:  # the result types only: a page that shows one chapter's explorable runs no other chapter's code
+    from scansnap.experiments.ch05_synsmall import Fig4Result
+    from scansnap.experiments.ch06_figures import Fig3Result, Fig9Result
+    from scansnap.experiments.ch06_trained import TrainedResult
+    from scansnap.experiments.ch07_syn_medium import SweepResult
+    from scansnap.experiments.ch08_wikitext import FreezeResult
 
 __all__ = ["freeze_explorable", "log_rates", "phase_explorable", "synmedium_explorable", "synsmall_explorable"]
 
@@ -156,8 +159,9 @@ def synsmall_explorable(r: Fig4Result) -> Explorable:
     mean, lo, hi = att.mean(1), att.min(1), att.max(1)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.1, subplot_titles=(
         "class 1's attention f_1<br>over its tokens", "entropy of the attention<br>over distinct tokens"))
-    common = np.arange(TOKENS)[~np.isin(np.arange(TOKENS), DISTINCT)]
-    for name, toks, color in (("common tokens (0-9)", common, "#7f7f7f"), ("distinct tokens (10-19)", DISTINCT,
+    classes = data.syn_small()  # class 1's support: common tokens 0-9, distinct 10-19
+    common, distinct = classes.common().numpy(), classes.distinct(0).numpy()
+    for name, toks, color in (("common tokens (0-9)", common, "#7f7f7f"), ("distinct tokens (10-19)", distinct,
                                                                             "#1f77b4")):
         fig.add_trace(go.Bar(x=toks.tolist(), name=name, marker_color=color,
                              hovertemplate="token %{x}: %{y:.4f}<extra>" + name + "</extra>"), 1, 1)
@@ -173,13 +177,13 @@ def synsmall_explorable(r: Fig4Result) -> Explorable:
     for i, v in enumerate(runs.values):
         for s in range(steps1):
             bars = []
-            for toks in (common, DISTINCT):
+            for toks in (common, distinct):
                 m = mean[i, s, toks]
                 bars.append((rounded(m, 3), dict(type="data", symmetric=False, array=rounded(hi[i, s, toks] - m, 2),
                                                  arrayminus=rounded(m - lo[i, s, toks], 2), thickness=1)))
             states.append({"traces": [0, 1, marker], "data": {
                 "y": [bars[0][0], bars[1][0], rounded([ent[i, :, s].mean()])],
-                "x": [common.tolist(), DISTINCT.tolist(), [s]],
+                "x": [common.tolist(), distinct.tolist(), [s]],
                 "error_y": [bars[0][1], bars[1][1], None]},
                 "layout": {"title.text": f"eta_Y/eta_Z = {v:g}, step {s}: attention on the common tokens "
                                          f"{float(runs.common_mass[i, :, s].mean()):.3f},<br>distinct entropy "

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from scansnap import claims, ledger, tallies
+from scansnap import claims, ledger, manifest, tallies
 from scansnap._io import source_checkout
-from scansnap._ledger_assets import SCRIPT, SHORT, STYLE
+from scansnap._ledger_assets import SCRIPT, SHORT, STYLE, verdict_slug
 from scansnap.claims import VERDICTS, Claim
 from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Verdict
 
@@ -69,11 +69,6 @@ class LedgerRow:
         return tuple(k for k in EVIDENCE if k in kinds)
 
 
-def verdict_slug(level: str) -> str:
-    """A verdict as a CSS class and filter value: ``"partly verified"`` -> ``"partly-verified"``."""
-    return level.replace(" ", "-")
-
-
 def rows(rules_path: Path | None = None, lock_path: Path | None = None) -> list[LedgerRow]:
     """Every claim of :func:`scansnap.claims.ledger` with its verdicts split into deciding and beside, its rules'
     histories and its verdict changes (default locks: ``ledger/rules.json``, ``ledger/verdicts-book.json``;
@@ -91,7 +86,7 @@ def rows(rules_path: Path | None = None, lock_path: Path | None = None) -> list[
             cid, _, kind = key.partition("/")
             if cid == c.id:
                 histories[kind + (" (retired)" if entry.get("retired") else "")] = list(entry.get("history", []))
-        out.append(LedgerRow(c, i, int(c.chapter.rsplit("/", 1)[-1][:2]), head,
+        out.append(LedgerRow(c, i, manifest.chapter_of(c.chapter), head,
                              tuple(v for v in found if v.evidence in kinds),
                              tuple(v for v in found if v.evidence not in kinds), histories,
                              tuple(ch for ch in changes if ch.get("claim") == c.id)))
@@ -101,12 +96,13 @@ def rows(rules_path: Path | None = None, lock_path: Path | None = None) -> list[
 def chapter_titles() -> dict[int, str]:
     """Chapter number -> its short title (the page's heading up to a colon or parenthesis: ``"6. Snap"``), read from
     ``book/chapters/NN-*.md`` of the checkout; ``"Chapter N"`` for a chapter whose page cannot be read."""
-    titles = {n: f"Chapter {n}" for n in range(1, 10)}
+    titles = {n: f"Chapter {n}" for n in manifest.CHAPTERS}
     root = source_checkout()
-    for path in sorted((root / "book" / "chapters").glob("[0-9][0-9]-*.md")) if root else []:
-        found = re.search(r"^# (.+)$", path.read_text(encoding="utf8"), re.M)
+    for n, doc in manifest.CHAPTERS.items() if root else ():
+        path = root / f"{doc}.md"
+        found = re.search(r"^# (.+)$", path.read_text(encoding="utf8"), re.M) if path.is_file() else None
         if found:
-            titles[int(path.name[:2])] = re.split(r"[:(]", found.group(1))[0].strip()
+            titles[n] = re.split(r"[:(]", found.group(1))[0].strip()
     return titles
 
 
@@ -290,8 +286,8 @@ def table(found: list[LedgerRow], base: str = "") -> str:
 def _place(link: str) -> str:
     """``book/chapters/08-wikitext.html#fig-paper-7`` -> ``"chapter 8, fig-paper-7"``."""
     name, _, anchor = link.rpartition("/")[2].partition("#")
-    number = re.match(r"\d+", name)
-    text = f"chapter {int(number.group())}" if number else name.removesuffix(".html")
+    number = manifest.chapter_of(name)
+    text = f"chapter {number}" if number else name.removesuffix(".html")
     return f"{text}, {anchor}" if anchor else text
 
 

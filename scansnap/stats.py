@@ -19,12 +19,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import binomtest, spearmanr
 from scipy.stats import t as student_t
 
 from scansnap._checks import check_array, check_choice
 
 __all__ = [
+    "wilson_interval",
     "TrendSteps",
     "TrendSummary",
     "loglog_slope",
@@ -282,3 +283,14 @@ def t_interval(x: object, level: float = 0.95) -> tuple[float, float, float]:
         return mean, float("nan"), float("nan")
     half = float(student_t.ppf((1 + level) / 2, a.size - 1) * a.std(ddof=1) / np.sqrt(a.size))
     return mean, mean - half, mean + half
+
+
+def wilson_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """``(low, high)``: the Wilson score interval of the proportion ``hits / n`` at confidence ``level``
+    (:meth:`scipy.stats.binomtest`'s ``proportion_ci``; ``(0, 1)`` when ``n = 0``: nothing was observed). Unlike
+    the normal interval it stays inside ``[0, 1]`` and is not empty at ``hits = 0`` (its upper end is then
+    about ``3.8 / n``)."""
+    if n == 0:
+        return 0.0, 1.0
+    ci = binomtest(int(hits), int(n)).proportion_ci(confidence_level=level, method="wilson")
+    return float(ci.low), float(ci.high)

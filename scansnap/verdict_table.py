@@ -21,8 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from scansnap import claims
-from scansnap._ledger_assets import SHORT, level_rules
-from scansnap.ledger_page import verdict_slug
+from scansnap._ledger_assets import SHORT, level_rules, verdict_slug
 from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
 
 __all__ = ["LEDGER", "STYLE", "Reason", "VerdictTable", "claim_link", "reasons"]

@@ -50,6 +50,7 @@ EXEMPT = {
     "scansnap.book": "what a chapter cell calls (glue, show, record): DESIGN.md's chapter template",
     "scansnap.claims": "the claims ledger (book/claims.md)",
     "scansnap.closure": "which library sources a page can run (the page cache)",
+    "scansnap.manifest": "the one registry of chapters and experiments (data): no result of the paper",
     "scansnap.device": "where the trainers compute (SCANSNAP_DEVICE, --device): no result of the paper",
     "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored evidence)",
     "scansnap.evidence": "stored evidence: long runs made once, stored with provenance, checked by the build",

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scansnap import book, evidence, experiments
+from scansnap import book, evidence, experiments, manifest
 from scansnap.cli import main
 
 WALK = '''
@@ -87,11 +87,11 @@ def run_logistic(c, progress=None):
     return LogisticResult(c, np.array(x))
 
 
-LOGISTIC = Experiment(id="test-logistic", chapter="book/chapters/01-setting", config=LogisticConfig,
+LOGISTIC = Experiment(id="test-logistic", config=LogisticConfig,
                       result=LogisticResult, run=run_logistic, figures=(), prefix=lambda c, n: replace(c, steps=n),
                       checkpoints=lambda r: {"x": (np.arange(len(r.x)), r.x)})
 
-EXP = Experiment(id="test-walk", chapter="book/chapters/01-setting", config=WalkConfig, result=WalkResult, run=run,
+EXP = Experiment(id="test-walk", config=WalkConfig, result=WalkResult, run=run,
                  figures=(FigureSpec("fig-test-walk", "A random walk.", (), plot,
                                      lambda r: {"step": r.steps, "x": r.position[:, 0]}),),
                  prefix=lambda c, n: replace(c, steps=n), checkpoints=lambda r: {"position": (r.steps, r.position)})
@@ -99,8 +99,12 @@ EXP = Experiment(id="test-walk", chapter="book/chapters/01-setting", config=Walk
 
 
 @pytest.fixture
-def module(tmp_path: Path):
-    """Tiny experiments in a module of their own (so that editing its file makes their stores stale)."""
+def module(tmp_path: Path, monkeypatch):
+    """Tiny experiments in a module of their own (so that editing its file makes their stores stale), shown by
+    Chapter 1 for the test (an entry added to the manifest's table while it runs)."""
+    table = {**manifest.entries(), **{i: manifest.Entry(i, "run", "Config", chapter=1)
+                                      for i in ("test-walk", "test-logistic")}}
+    monkeypatch.setattr(manifest, "entries", lambda: table)
     path = tmp_path / "walk.py"
     path.write_text(WALK)
     name = f"walk_{uuid.uuid4().hex}"

@@ -120,3 +120,22 @@ def test_t_interval_matches_scipy_and_handles_few_seeds() -> None:
         stats.t_interval(x, level=1.0)
     with pytest.raises(ValueError, match="x: must have 1 dimension"):
         stats.t_interval(np.ones((2, 2)))
+
+
+def test_wilson_interval_is_the_score_interval_and_covers_at_its_level() -> None:
+    import math
+
+    from scipy.stats import norm
+
+    z = norm.ppf(0.975)
+    for hits, n in ((0, 1000), (3, 50), (50, 50), (17, 400)):
+        p, z2 = hits / n, z * z
+        half = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+        want = ((p + z2 / (2 * n) - half) / (1 + z2 / n), (p + z2 / (2 * n) + half) / (1 + z2 / n))
+        assert stats.wilson_interval(hits, n) == pytest.approx(want, rel=1e-9, abs=1e-12)
+    assert stats.wilson_interval(0, 0) == (0.0, 1.0)
+    # coverage: 4000 draws of Binomial(200, 0.1); the 95% interval misses p in 5% of them, and the share of misses
+    # of 4000 draws lies within 0.05 +- 4 sd (sd = sqrt(0.05 * 0.95 / 4000) = 0.0034), whatever the seed
+    hits = np.random.default_rng(0).binomial(200, 0.1, size=4000)
+    miss = np.mean([not (lo <= 0.1 <= hi) for lo, hi in (stats.wilson_interval(h, 200) for h in hits)])
+    assert abs(miss - 0.05) < 4 * math.sqrt(0.05 * 0.95 / 4000) + 0.01  # + 0.01: the discreteness of Binomial(200)

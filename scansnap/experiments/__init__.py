@@ -1,8 +1,9 @@
 """The book's experiments: typed configurations, runs, figures and verdicts, one module per chapter.
 
-Each module ``scansnap.experiments.chNN_<topic>`` defines ``EXPERIMENTS`` (a list of
-:class:`~scansnap.experiments.base.Experiment`) and ``RULES`` (the :class:`~scansnap.verdicts.Rule`
-objects its verdicts use); a new module is picked up without registration. A chapter and the command
+Each module listed in :mod:`scansnap.manifest` (the one registry: nothing is found by file name) defines
+``EXPERIMENTS`` (a list of :class:`~scansnap.experiments.base.Experiment`) and ``RULES`` (the
+:class:`~scansnap.verdicts.Rule` objects its verdicts use); a module is imported only when one of its experiments
+is asked for, and checked against its manifest entry (a new module is added to the manifest). A chapter and the command
 line make a figure through the same call, :func:`make`, so the figure a reader sees and the one a citer
 re-makes come from one piece of code:
 
@@ -19,7 +20,6 @@ chapter calls ``experiment.verdicts(made.result)`` and records them (:func:`scan
 from __future__ import annotations
 
 import importlib
-import pkgutil
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -29,7 +29,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from scansnap import figures, profiles, results
+from scansnap import figures, manifest, profiles, results
 from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
@@ -65,69 +65,74 @@ class Made:
     wall_time_s: float
 
 
+def _import(module: manifest.Module) -> ModuleType:
+    """Import one module of the manifest and check it defines what its entry declares."""
+    mod = importlib.import_module(manifest.module_name(module))
+    defined = {e.id: e for e in getattr(mod, "EXPERIMENTS", ())}
+    declared = {e.id for e in module.experiments}
+    if set(defined) != declared:
+        raise ValueError(f"{mod.__name__}: EXPERIMENTS define {sorted(defined)}; scansnap.manifest lists "
+                         f"{sorted(declared)}")
+    for e in module.experiments:
+        exp = defined[e.id]
+        found = (exp.run.__name__, exp.config.__name__, tuple(f.id for f in exp.figures))
+        if found != (e.run, e.config, e.figures) or getattr(mod, e.run) is not exp.run:
+            raise ValueError(f"{mod.__name__}: experiment {e.id} has run, config and figures {found}; "
+                             f"scansnap.manifest lists {(e.run, e.config, e.figures)}")
+    keys = [r.key for r in getattr(mod, "RULES", ())]
+    if sorted(keys) != sorted(module.rules):
+        raise ValueError(f"{mod.__name__}: RULES are {keys}; scansnap.manifest lists {list(module.rules)}")
+    return mod
+
+
 @cache
+def _module(name: str) -> ModuleType:
+    return _import(next(m for m in manifest.MODULES if m.name == name))
+
+
 def modules() -> tuple[ModuleType, ...]:
-    """Every experiment module (``scansnap.experiments.ch*``), imported, in name order."""
-    import scansnap.experiments as pkg
-
-    names = sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name.startswith("ch"))
-    return tuple(importlib.import_module(f"scansnap.experiments.{name}") for name in names)
-
-
-@cache
-def _registry() -> tuple[dict[str, Experiment], dict[str, Experiment]]:
-    by_id: dict[str, Experiment] = {}
-    by_figure: dict[str, Experiment] = {}
-    for module in modules():
-        for exp in getattr(module, "EXPERIMENTS", ()):
-            if exp.id in by_id:
-                raise ValueError(f"experiment id {exp.id!r} is defined twice (again in {module.__name__})")
-            by_id[exp.id] = exp
-            for spec in exp.figures:
-                if spec.id in by_figure:
-                    raise ValueError(f"figure id {spec.id!r} is defined twice (again in {module.__name__})")
-                by_figure[spec.id] = exp
-    return by_id, by_figure
+    """Every experiment module of :mod:`scansnap.manifest`, imported and checked against it, in manifest order."""
+    return tuple(_module(m.name) for m in manifest.MODULES)
 
 
 def all_rules() -> list[Rule]:
-    """Every rule of the library: the ``RULES`` of each experiment module, in module order."""
-    return [rule for module in modules() for rule in getattr(module, "RULES", ())]
+    """Every rule of the library, in manifest order (imports every experiment module)."""
+    by_key = {r.key: r for mod in modules() for r in mod.RULES}
+    return [by_key[key] for key in manifest.rule_keys()]
 
 
 def all_experiments() -> dict[str, Experiment]:
-    """Every experiment, by id."""
-    return dict(_registry()[0])
+    """Every experiment, by id (imports every experiment module)."""
+    return {eid: get(eid) for eid in manifest.entries()}
 
 
 def figure_ids() -> list[str]:
-    """Every figure id of the book, sorted."""
-    return sorted(_registry()[1])
+    """Every figure id of the book, sorted (read from the manifest: imports nothing)."""
+    return manifest.figure_ids()
 
 
 def get(experiment_id: str) -> Experiment:
-    """The experiment with id ``experiment_id``."""
-    by_id = _registry()[0]
-    check_choice("experiment id", experiment_id, sorted(by_id))
-    return by_id[experiment_id]
+    """The experiment with id ``experiment_id`` (imports its module only)."""
+    entry = manifest.entry(experiment_id)
+    mod = _module(entry.module.rpartition(".")[2])
+    return next(e for e in mod.EXPERIMENTS if e.id == experiment_id)
 
 
 def owner(fig_id: str) -> Experiment:
-    """The experiment that makes figure ``fig_id``."""
-    by_figure = _registry()[1]
-    check_choice("figure id", fig_id, sorted(by_figure))
-    return by_figure[fig_id]
+    """The experiment that makes figure ``fig_id`` (imports its module only)."""
+    return get(manifest.owner(fig_id).id)
 
 
 def resolve(target: str | Experiment) -> Experiment:
     """An experiment: itself, by its id, or by the id of one of its figures."""
     if isinstance(target, Experiment):
         return target
-    by_id, by_figure = _registry()
-    if target in by_id:
-        return by_id[target]
-    check_choice("experiment or figure id", target, sorted(by_id) + sorted(by_figure))
-    return by_figure[target]
+    if target in manifest.entries():
+        return get(target)
+    if target in manifest.figure_ids():
+        return owner(target)
+    check_choice("experiment or figure id", target, sorted(manifest.entries()) + manifest.figure_ids())
+    raise AssertionError("unreachable")
 
 
 def make(

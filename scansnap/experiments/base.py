@@ -9,8 +9,8 @@ An :class:`Experiment` ties together, for one experiment of the book:
   published as the figure's data);
 * ``verdicts(result)``, the verdicts of the library rules on that result (pure: no I/O).
 
-Each module ``scansnap.experiments.chNN_<topic>`` lists its experiments in ``EXPERIMENTS`` and its
-rules in ``RULES``; :mod:`scansnap.experiments` collects them.
+Each module of :mod:`scansnap.manifest` lists its experiments in ``EXPERIMENTS`` and its rules in ``RULES``;
+:mod:`scansnap.experiments` imports the one asked for and checks it against its manifest entry.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from matplotlib.figure import Figure
 
+from scansnap import manifest
 from scansnap.verdicts import Verdict
 
 __all__ = ["Experiment", "FigureSpec", "Progress"]
@@ -64,8 +65,8 @@ class Experiment(Generic[C, R]):
     """A typed experiment of the book.
 
     Attributes:
-        id: the experiment id (``"ch7-sweep"``); its result is saved as ``results/<id>.npz``.
-        chapter: the book page (docname) that shows it.
+        id: the experiment id (``"ch7-sweep"``); its result is saved as ``results/<id>.npz``. Its chapter (the
+            page that shows it, :attr:`chapter`) is declared in :mod:`scansnap.manifest`, not here.
         config: the configuration type (its ``preset(profile)`` gives the profile's parameters).
         result: the result type.
         run: (config, progress) -> result.
@@ -82,7 +83,6 @@ class Experiment(Generic[C, R]):
     """
 
     id: str
-    chapter: str
     config: type[C]
     result: type[R]
     run: Callable[[C, Progress | None], R]
@@ -91,6 +91,11 @@ class Experiment(Generic[C, R]):
     work: Callable[[C], int] = _no_work
     prefix: Callable[[C, int], C] | None = None
     checkpoints: Callable[[R], Mapping[str, tuple[Any, Any]]] | None = None
+
+    @property
+    def chapter(self) -> str:
+        """The book page (docname) that shows this experiment, from :mod:`scansnap.manifest`."""
+        return manifest.docname(manifest.entry(self.id).chapter)
 
     def link(self, anchor: str | None = None) -> str:
         """The site-relative link of a verdict's numbers: ``<chapter>.html#<anchor>`` (default anchor: the

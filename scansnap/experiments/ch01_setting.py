@@ -25,8 +25,6 @@ from scansnap.results import Config
 from scansnap.theory import autograd_gradients, lemma1_gradients
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/01-setting"
-
 # ------------------------------------------------------------------------------------------------
 # Lemma 1 against autograd (C1-C3)
 # ------------------------------------------------------------------------------------------------
@@ -160,7 +158,7 @@ def lemma1_verdicts(check: Lemma1Check) -> list[Verdict]:
     return [rule.judge(m, c, link=link) for rule in (RULE_C1, RULE_C2, RULE_C3)]
 
 
-LEMMA1 = Experiment(id="ch1-lemma1", chapter=CHAPTER, config=Lemma1Config, result=Lemma1Check, run=run_lemma1,
+LEMMA1 = Experiment(id="ch1-lemma1", config=Lemma1Config, result=Lemma1Check, run=run_lemma1,
                     verdicts=lemma1_verdicts, work=lambda c: c.instances)
 
 # ------------------------------------------------------------------------------------------------
@@ -279,7 +277,7 @@ def plot_synsmall(r: SynSmallResult) -> Figure:
 
 
 SYNSMALL = Experiment(
-    id="ch1-synsmall", chapter=CHAPTER, config=SynSmallConfig, result=SynSmallResult, run=run_synsmall,
+    id="ch1-synsmall", config=SynSmallConfig, result=SynSmallResult, run=run_synsmall,
     work=lambda c: 2 * c.steps,
     figures=(FigureSpec(
         id="fig-ch1-synsmall",

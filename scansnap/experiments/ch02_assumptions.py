@@ -30,7 +30,6 @@ from scansnap.model import init_params, token_counts
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least
 
-CHAPTER = "book/chapters/02-long-sequences"
 RUNS = ("momentum", "warm-up", "plain", "plain-fast")
 """The optimizers compared: heavy-ball momentum at ``eta``; plain SGD with momentum's warm-up schedule; plain
 SGD at ``eta``; plain SGD at ``eta / (1 - momentum)``."""
@@ -363,7 +362,7 @@ def assumptions_verdicts(r: AssumptionsResult) -> list[Verdict]:
 
 
 ASSUMPTIONS = Experiment(
-    id="ch2-assumptions", chapter=CHAPTER, config=AssumptionsConfig, result=AssumptionsResult,
+    id="ch2-assumptions", config=AssumptionsConfig, result=AssumptionsResult,
     run=run_assumptions, verdicts=assumptions_verdicts, work=lambda c: 8 * c.steps,
     figures=(FigureSpec(
         id="fig-ch2-assumptions",

@@ -13,7 +13,6 @@ The chapter's second experiment, how far the paper's experiments are from the th
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -23,14 +22,13 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from scansnap import data, figures, theory
+from scansnap import data, figures, stats, theory
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import token_counts
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_most
 
-CHAPTER = "book/chapters/02-long-sequences"
 _CHUNK = 1000  # sequences drawn per call of the sampler (bounds memory at large T; fixes the random stream)
 
 
@@ -217,12 +215,6 @@ def plot_concentration(r: ConcentrationResult) -> Figure:
     return fig
 
 
-def wilson_upper(hits: int, n: int, z: float = 1.96) -> float:
-    """The upper end of the Wilson 95% interval of a proportion ``hits / n`` (``3/n``-like when ``hits = 0``)."""
-    p, z2 = hits / n, z * z
-    return float((p + z2 / (2 * n) + z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))) / (1 + z2 / n))
-
-
 @dataclass(frozen=True)
 class ConcentrationMeasures:
     """C4 on simulation evidence.
@@ -275,7 +267,7 @@ def concentration_verdicts(r: ConcentrationResult) -> list[Verdict]:
     total, violations = int(r.samples.sum()), int(r.violations.sum())
     m = ConcentrationMeasures(
         slope_far=float((np.abs(slope + 0.5) + 1.96 * se).max()),
-        violation_upper=wilson_upper(violations, total) / c.delta,
+        violation_upper=stats.wilson_interval(violations, total)[1] / c.delta,
         const_far=float((const_err + 1.96 * const_se).max()),
         slope_error=float(np.abs(slope + 0.5).max()), const_error=float(const_err.max()), violations=violations,
         sequences=total)
@@ -290,7 +282,7 @@ def concentration_verdicts(r: ConcentrationResult) -> list[Verdict]:
 
 
 CONCENTRATION = Experiment(
-    id="ch2-concentration", chapter=CHAPTER, config=ConcentrationConfig, result=ConcentrationResult,
+    id="ch2-concentration", config=ConcentrationConfig, result=ConcentrationResult,
     run=run_concentration, verdicts=concentration_verdicts, work=lambda c: len(c.T),
     figures=(FigureSpec(
         id="fig-ch2-concentration",

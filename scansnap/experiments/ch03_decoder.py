@@ -16,21 +16,18 @@ Chapter 3's decoder dynamics are in :mod:`scansnap.experiments.ch03_theorem1` an
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from scansnap import figures, theory, train
+from scansnap import figures, stats, theory, train
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
-
-CHAPTER = "book/chapters/03-decoder-dynamics"
 
 # ------------------------------------------------------------------------------------------------
 # fig-paper-8: Lemmas 5-7 (C8)
@@ -174,7 +171,7 @@ def fig8_verdicts(r: Fig8Result) -> list[Verdict]:
 
 
 FIG8 = Experiment(
-    id="ch3-fig8", chapter=CHAPTER, config=Fig8Config, result=Fig8Result, run=run_fig8, verdicts=fig8_verdicts,
+    id="ch3-fig8", config=Fig8Config, result=Fig8Result, run=run_fig8, verdicts=fig8_verdicts,
     work=lambda c: len(c.pairs),
     figures=(FigureSpec(
         id="fig-paper-8",
@@ -283,14 +280,6 @@ def run_families(c: FamiliesConfig, progress: Progress | None = None) -> Familie
                           star_E01=float(E_star[0, 1]), star_xi=float(dec.xi(E_star, classes.M)[0]))
 
 
-def wilson_lower(hits: int, n: int, z: float = 1.96) -> float:
-    """The lower end of the Wilson 95% interval of a proportion ``hits / n`` (0 when ``n = 0``)."""
-    if n == 0:
-        return 0.0
-    p, z2 = hits / n, z * z
-    return float((p + z2 / (2 * n) - z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))) / (1 + z2 / n))
-
-
 @dataclass(frozen=True)
 class Lemma3Measures:
     """C6 on derivation evidence: identity_error (max ``|W-update of Eqn 26 - e_k e_k^T|``), bound_ratio (largest size
@@ -346,7 +335,8 @@ def families_verdicts(r: FamiliesResult) -> list[Verdict]:
     c6 = RULE_C6.judge(Lemma3Measures(r.identity_error, r.bound_ratio, c.families), c,
                        link=FAMILIES.link("lemma-3"))
     ok = r.overlapping - r.xi_failing
-    c10 = RULE_C10.judge(XiSignMeasures(wilson_lower(ok, r.overlapping), r.rowsum_half_failing, r.rowsum_half,
+    low = stats.wilson_interval(ok, r.overlapping)[0]
+    c10 = RULE_C10.judge(XiSignMeasures(low, r.rowsum_half_failing, r.rowsum_half,
                                         r.star_xi, ok / max(r.overlapping, 1), r.xi_min, r.star_norm), c,
                          details=f"{r.overlapping} random families with overlaps (smallest xi {r.xi_min:.1e}), "
                                  f"{r.rowsum_half} with row sums <= 1/2; star family: ||E||_2 = {r.star_norm:.2f}, "
@@ -355,7 +345,7 @@ def families_verdicts(r: FamiliesResult) -> list[Verdict]:
     return [c6, c10]
 
 
-FAMILIES = Experiment(id="ch3-families", chapter=CHAPTER, config=FamiliesConfig, result=FamiliesResult,
+FAMILIES = Experiment(id="ch3-families", config=FamiliesConfig, result=FamiliesResult,
                       run=run_families, verdicts=families_verdicts, work=lambda c: 10)
 
 EXPERIMENTS = [FIG8, FAMILIES]

@@ -24,7 +24,6 @@ from scansnap.theory import decoder_sgd as sim
 from scansnap.theory.long_sequences import loglog_slope
 from scansnap.verdicts import Rule, Verdict, at_most
 
-CHAPTER = "book/chapters/03-decoder-dynamics"
 MULTIPLES = (10.0, 100.0, 1e4)
 """Multiples of ``t_0`` at which the late forms are compared with the formula."""
 
@@ -265,7 +264,7 @@ def gamma_verdicts(r: GammaResult) -> list[Verdict]:
 
 
 GAMMA = Experiment(
-    id="ch3-gamma", chapter=CHAPTER, config=GammaConfig, result=GammaResult, run=run_gamma, verdicts=gamma_verdicts,
+    id="ch3-gamma", config=GammaConfig, result=GammaResult, run=run_gamma, verdicts=gamma_verdicts,
     work=lambda c: len(c.etas),
     figures=(FigureSpec(
         id="fig-ch3-gamma",

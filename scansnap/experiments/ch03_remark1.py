@@ -25,7 +25,6 @@ from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
 from scansnap.verdicts import Rule, Verdict, at_most
 
-CHAPTER = "book/chapters/03-decoder-dynamics"
 LATE_TIMES = (1e6, 1e10)
 """Times (steps) at which the reduced three-level ODE is also read, far beyond any SGD run."""
 
@@ -211,7 +210,7 @@ def correlated_verdicts(r: CorrelatedResult) -> list[Verdict]:
 
 
 CORRELATED = Experiment(
-    id="ch3-correlated", chapter=CHAPTER, config=CorrelatedConfig, result=CorrelatedResult, run=run_correlated,
+    id="ch3-correlated", config=CorrelatedConfig, result=CorrelatedResult, run=run_correlated,
     verdicts=correlated_verdicts, work=lambda c: len(c.rhos),
     figures=(FigureSpec(
         id="fig-ch3-correlated",

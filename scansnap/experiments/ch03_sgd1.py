@@ -21,10 +21,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from scansnap import figures, train
+from scansnap import figures, stats, train
 from scansnap._checks import check_int, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch02_long_sequences import wilson_upper
 from scansnap.experiments.ch03_theorem1 import (
     C9_ALTERNATIVE,
     C9_NOTE,
@@ -39,7 +38,6 @@ from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/03-decoder-dynamics"
 CONTROL_HELD = ("the decoder held after its first update: the run's snapshot at t = 1 (the first with a gradient; at "
                 "step 0 Y = 0 and gamma = 0) used for every t, a decoder that stops learning (no speed control, no "
                 "growth of the coefficients), measured against the same predictions")
@@ -288,7 +286,7 @@ def sgd1_verdicts(r: SGD1Result) -> list[Verdict]:
 
 
 SGD1 = Experiment(
-    id="ch3-sgd1", chapter=CHAPTER, config=SGD1Config, result=SGD1Result, run=run_sgd1, verdicts=sgd1_verdicts,
+    id="ch3-sgd1", config=SGD1Config, result=SGD1Result, run=run_sgd1, verdicts=sgd1_verdicts,
     work=lambda c: 2,
     figures=(FigureSpec(
         id="fig-ch3-sgd1",
@@ -375,12 +373,12 @@ def lemma10_verdicts(r: Lemma10Result) -> list[Verdict]:
     """C14 from the Monte Carlo."""
     c = r.config
     hits = int(round(r.beyond * c.runs))
-    m = Lemma10Measures(wilson_upper(hits, c.runs) / c.delta, c.runs, r.radius / (c.t / c.K), r.beyond)
+    m = Lemma10Measures(stats.wilson_interval(hits, c.runs)[1] / c.delta, c.runs, r.radius / (c.t / c.K), r.beyond)
     return [RULE_C14.judge(m, c, details=f"radius {r.radius:.1f}; largest deviation {r.largest:.0f}, 95% quantile "
                                          f"{r.q95:.0f}", link=LEMMA10.link("lemma-10"))]
 
 
-LEMMA10 = Experiment(id="ch3-lemma10", chapter=CHAPTER, config=Lemma10Config, result=Lemma10Result,
+LEMMA10 = Experiment(id="ch3-lemma10", config=Lemma10Config, result=Lemma10Result,
                      run=run_lemma10, verdicts=lemma10_verdicts)
 
 EXPERIMENTS = [SGD1, LEMMA10]

@@ -21,8 +21,6 @@ from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/03-decoder-dynamics"
-
 
 def weak_family(K: int, num_distinct: int, common_weight: float) -> data.SequenceClasses:
     """``K`` classes, one query each, ``num_distinct`` distinct tokens (weights 0.1..1) and one common token of
@@ -307,7 +305,7 @@ def theorem1_verdicts(r: Theorem1Result) -> list[Verdict]:
     ]
 
 
-THEOREM1 = Experiment(id="ch3-theorem1", chapter=CHAPTER, config=Theorem1Config, result=Theorem1Result,
+THEOREM1 = Experiment(id="ch3-theorem1", config=Theorem1Config, result=Theorem1Result,
                       run=run_theorem1, verdicts=theorem1_verdicts, work=lambda c: 3)
 
 EXPERIMENTS = [THEOREM1]

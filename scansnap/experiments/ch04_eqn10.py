@@ -33,8 +33,6 @@ from scansnap.theory.fates import class_gradients, eqn10_zdot, population_zdot, 
 from scansnap.theory.overlaps import ASSUMPTION2_MAX_NORM, ASSUMPTION2_MIN_RATE_RATIO, assumption2
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/04-fates-of-tokens"
-
 
 @dataclass(frozen=True)
 class Eqn10Config(Config):
@@ -308,7 +306,7 @@ def plot_eqn10(r: Eqn10Result) -> Figure:
 
 
 EQN10 = Experiment(
-    id="ch4-eqn10", chapter=CHAPTER, config=Eqn10Config, result=Eqn10Result, run=run_eqn10, verdicts=eqn10_verdicts,
+    id="ch4-eqn10", config=Eqn10Config, result=Eqn10Result, run=run_eqn10, verdicts=eqn10_verdicts,
     work=lambda c: len(c.families) * sum(c.checkpoints) + c.disjoint_steps + c.decomposition_step,
     figures=(FigureSpec(
         id="fig-ch4-eqn10",

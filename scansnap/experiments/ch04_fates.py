@@ -33,7 +33,6 @@ from scansnap.theory.families import example_families
 from scansnap.theory.fates import fate_counts, logits_from_attention
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/04-fates-of-tokens"
 LIMITS = ("population", "sampled")  # T = inf (Lemma 2), and sampled sequences of length T
 
 
@@ -378,7 +377,7 @@ def plot_violations(r: TrainingResult) -> Figure:
 
 
 TRAINING = Experiment(
-    id="ch4-training", chapter=CHAPTER, config=TrainingConfig, result=TrainingResult, run=run_training,
+    id="ch4-training", config=TrainingConfig, result=TrainingResult, run=run_training,
     verdicts=training_verdicts, work=training_work,
     figures=(
         FigureSpec(id="fig-ch4-fates",

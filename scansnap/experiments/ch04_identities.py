@@ -32,8 +32,6 @@ from scansnap.theory.fates import (
 )
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/04-fates-of-tokens"
-
 
 @dataclass(frozen=True)
 class IdentitiesConfig(Config):
@@ -239,7 +237,7 @@ def identities_verdicts(r: IdentitiesResult) -> list[Verdict]:
     ]
 
 
-IDENTITIES = Experiment(id="ch4-identities", chapter=CHAPTER, config=IdentitiesConfig, result=IdentitiesResult,
+IDENTITIES = Experiment(id="ch4-identities", config=IdentitiesConfig, result=IdentitiesResult,
                         run=run_identities, verdicts=identities_verdicts, work=lambda c: 2 * c.families)
 
 EXPERIMENTS = [IDENTITIES]

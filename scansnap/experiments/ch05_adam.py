@@ -15,7 +15,7 @@ from typing import ClassVar
 
 from scansnap._checks import check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch05_synsmall import CHAPTER, DISTINCT, Runs, plot_runs, runs_table, train_runs
+from scansnap.experiments.ch05_synsmall import DISTINCT, Runs, plot_runs, runs_table, train_runs
 from scansnap.results import Config
 from scansnap.theory.scanning_measures import modal_set
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
@@ -138,7 +138,7 @@ def fig5_verdicts(r: Fig5Result) -> list[Verdict]:
 
 
 FIG5 = Experiment(
-    id="ch5-fig5", chapter=CHAPTER, config=Fig5Config, result=Fig5Result, run=run_fig5, verdicts=fig5_verdicts,
+    id="ch5-fig5", config=Fig5Config, result=Fig5Result, run=run_fig5, verdicts=fig5_verdicts,
     work=lambda c: c.steps,
     figures=(FigureSpec(
         id="fig-paper-5",

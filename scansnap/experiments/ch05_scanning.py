@@ -43,8 +43,6 @@ from scansnap.theory.scanning import (
 from scansnap.theory.scanning_measures import band_share, drop_steps
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/05-scanning"
-
 
 @dataclass(frozen=True)
 class ScanningConfig(Config):
@@ -338,7 +336,7 @@ def plot_scanning(r: ScanningResult) -> Figure:
 
 
 SCANNING = Experiment(
-    id="ch5-scanning", chapter=CHAPTER, config=ScanningConfig, result=ScanningResult, run=run_scanning,
+    id="ch5-scanning", config=ScanningConfig, result=ScanningResult, run=run_scanning,
     verdicts=scanning_verdicts, work=lambda c: c.random_families,
     figures=(FigureSpec(
         id="fig-ch5-scanning",

@@ -51,7 +51,6 @@ from scansnap.results import Config
 from scansnap.theory.scanning_measures import drop_steps
 from scansnap.verdicts import Rule, Verdict, at_least
 
-CHAPTER = "book/chapters/05-scanning"
 TOKENS = 20  # class 1's support in Syn-Small: common 0-9, distinct 10-19
 DISTINCT = np.arange(10, 20)
 P_DISTINCT = np.linspace(0.1, 1.0, 10)  # class 1's unnormalized P(l|n) on its distinct tokens
@@ -384,7 +383,7 @@ def plot_runs(runs: Runs, label: str) -> Figure:
 
 
 FIG4 = Experiment(
-    id="ch5-fig4", chapter=CHAPTER, config=Fig4Config, result=Fig4Result, run=run_fig4, verdicts=fig4_verdicts,
+    id="ch5-fig4", config=Fig4Config, result=Fig4Result, run=run_fig4, verdicts=fig4_verdicts,
     work=lambda c: c.steps,
     figures=(FigureSpec(
         id="fig-paper-4",

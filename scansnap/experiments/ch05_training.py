@@ -37,7 +37,6 @@ from scansnap.theory.scanning_measures import (
 )
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/05-scanning"
 PREMISE_POPULATION = ("Theorem 1's back-propagated gradient (C9) under Assumption 1(c), eta_Y >> eta_Z (judged at the "
                       "largest eta_Y/eta_Z)")
 PREMISE_SAMPLED = PREMISE_POPULATION + ", in the long-sequence limit without momentum (here T = 128, momentum 0.9)"
@@ -226,7 +225,7 @@ def gd_verdicts(r: GDResult) -> list[Verdict]:
     ]
 
 
-GD = Experiment(id="ch5-gd", chapter=CHAPTER, config=GDConfig, result=GDResult, run=run_gd, verdicts=gd_verdicts,
+GD = Experiment(id="ch5-gd", config=GDConfig, result=GDResult, run=run_gd, verdicts=gd_verdicts,
                 work=lambda c: c.steps)
 
 
@@ -356,7 +355,7 @@ def prior_verdicts(r: PriorResult) -> list[Verdict]:
         link=PRIOR.link("rem-scanning"))]
 
 
-PRIOR = Experiment(id="ch5-prior", chapter=CHAPTER, config=PriorConfig, result=PriorResult, run=run_prior,
+PRIOR = Experiment(id="ch5-prior", config=PriorConfig, result=PriorResult, run=run_prior,
                    verdicts=prior_verdicts, work=lambda c: c.steps)
 
 EXPERIMENTS = [GD, PRIOR]

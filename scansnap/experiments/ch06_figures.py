@@ -28,7 +28,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from scansnap import figures, theory
 from scansnap._checks import check_int, check_positive
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch06_phase_transition import CHAPTER, FamilyConfig
+from scansnap.experiments.ch06_phase_transition import FamilyConfig
 from scansnap.experiments.phase_rules import judge, phase_measures, phase_rule
 from scansnap.verdicts import Verdict
 
@@ -150,7 +150,7 @@ def fig3_verdicts(r: Fig3Result) -> list[Verdict]:
 
 
 FIG3 = Experiment(
-    id="ch6-fig3", chapter=CHAPTER, config=Fig3Config, result=Fig3Result, run=run_fig3, verdicts=fig3_verdicts,
+    id="ch6-fig3", config=Fig3Config, result=Fig3Result, run=run_fig3, verdicts=fig3_verdicts,
     work=lambda c: len(c.eta_Y),
     figures=(FigureSpec(
         id="fig-paper-3",
@@ -257,7 +257,7 @@ def fig9_verdicts(r: Fig9Result) -> list[Verdict]:
 
 
 FIG9 = Experiment(
-    id="ch6-fig9", chapter=CHAPTER, config=Fig9Config, result=Fig9Result, run=run_fig9, verdicts=fig9_verdicts,
+    id="ch6-fig9", config=Fig9Config, result=Fig9Result, run=run_fig9, verdicts=fig9_verdicts,
     work=lambda c: 1,
     figures=(FigureSpec(
         id="fig-paper-9",

@@ -25,8 +25,6 @@ from scansnap.experiments.base import Experiment, Progress
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/06-phase-transition"
-
 
 @dataclass(frozen=True)
 class FamilyConfig(Config):
@@ -146,7 +144,7 @@ def eqn14_verdicts(r: Eqn14Check) -> list[Verdict]:
                                       details=f"a = {r.a:.4g}, b = {r.b:.4g}", link=EQN14.link("thm-4"))]
 
 
-EQN14 = Experiment(id="ch6-eqn14", chapter=CHAPTER, config=Eqn14Config, result=Eqn14Check, run=run_eqn14,
+EQN14 = Experiment(id="ch6-eqn14", config=Eqn14Config, result=Eqn14Check, run=run_eqn14,
                    verdicts=eqn14_verdicts, work=lambda c: 1)
 
 # ------------------------------------------------------------------------------------------------
@@ -294,7 +292,7 @@ def validity_verdicts(r: Validity) -> list[Verdict]:
     return [RULE_C32_SIMULATION.judge(measures, r.config, details=details, link=VALIDITY.link("validity"))]
 
 
-VALIDITY = Experiment(id="ch6-validity", chapter=CHAPTER, config=ValidityConfig, result=Validity,
+VALIDITY = Experiment(id="ch6-validity", config=ValidityConfig, result=Validity,
                       run=run_validity, verdicts=validity_verdicts, work=lambda c: len(c.S0))
 
 EXPERIMENTS = [EQN14, VALIDITY]

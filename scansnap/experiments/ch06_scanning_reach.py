@@ -36,7 +36,6 @@ from scansnap import figures, metrics, theory, train
 from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch06_phase_transition import CHAPTER
 from scansnap.results import Config
 
 _NO_RULE = ("no rule reads the search (RULES is empty): it is context for why Chapter 6's training verdicts are gated, "
@@ -247,7 +246,7 @@ def plot_reach(r: ReachResult) -> Figure:
 
 
 REACH = Experiment(
-    id="ch6-reach", chapter=CHAPTER, config=ReachConfig, result=ReachResult, run=run_reach,
+    id="ch6-reach", config=ReachConfig, result=ReachResult, run=run_reach,
     work=lambda c: len(c.families()),
     figures=(FigureSpec(
         id="fig-ch6-reach",

@@ -33,7 +33,6 @@ from scansnap import figures, metrics, theory, train
 from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch06_phase_transition import CHAPTER
 from scansnap.experiments.phase_magnitude import (
     RULE_C24,
     RULE_C32_TRAINING,
@@ -381,7 +380,7 @@ def plot_trained(r: TrainedResult) -> Figure:
 
 
 TRAINED = Experiment(
-    id="ch6-trained", chapter=CHAPTER, config=TrainedConfig, result=TrainedResult, run=run_trained,
+    id="ch6-trained", config=TrainedConfig, result=TrainedResult, run=run_trained,
     verdicts=trained_verdicts, work=lambda c: c.steps + c.sampled_steps,
     figures=(FigureSpec(
         id="fig-ch6-trained",

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from scansnap import figures, stats, sweep
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch07_syn_medium import CHAPTER, entropy_table, grid_protocol, panel_title
+from scansnap.experiments.ch07_syn_medium import entropy_table, grid_protocol, panel_title
 from scansnap.sweep import GridConfig, GridRun
 
 
@@ -136,7 +136,7 @@ def plot_fine_grid(result: FineGridResult) -> Figure:
 
 
 FINE = Experiment(
-    id="ch7-fine-grid", chapter=CHAPTER, config=FineGridConfig, result=FineGridResult, run=run_fine_grid,
+    id="ch7-fine-grid", config=FineGridConfig, result=FineGridResult, run=run_fine_grid,
     work=lambda c: len(c.num_query) * c.steps,
     figures=(FigureSpec(
         id="fig-ch7-fine-grid", claims=("C39",), plot=plot_fine_grid, table=fine_table,

@@ -42,8 +42,6 @@ from scansnap.experiments.syn_medium_rules import (
 from scansnap.sweep import GridConfig, GridRun
 from scansnap.verdicts import Verdict
 
-CHAPTER = "book/chapters/07-syn-medium"
-
 
 def grid_protocol(c: GridConfig) -> str:
     """How a Syn-Medium grid run is made, in words (the protocol of its verdicts and figures)."""
@@ -376,7 +374,7 @@ _RECALL_TEXT = ("recall of the distinct tokens against a threshold on the attent
                 "value on each position of sampled sequences, Appendix G), mean over seeds")
 
 SWEEP = Experiment(
-    id="ch7-sweep", chapter=CHAPTER, config=SweepConfig, result=SweepResult, run=run_sweep,
+    id="ch7-sweep", config=SweepConfig, result=SweepResult, run=run_sweep,
     verdicts=sweep_verdicts, work=lambda c: len(c.num_query) * c.steps,
     figures=(
         FigureSpec(id="fig-paper-6", claims=("C38", "C39"), plot=plot_fig6, table=fig6_table,

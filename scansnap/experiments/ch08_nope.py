@@ -22,7 +22,7 @@ from scansnap._checks import check_int
 from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch08_wikitext import CHAPTER, FreezeConfig, freeze_prefix, trajectory_checkpoints
+from scansnap.experiments.ch08_wikitext import FreezeConfig, freeze_prefix, trajectory_checkpoints
 from scansnap.experiments.wikitext_figures import TokenStudy
 
 __all__ = ["FREEZE_NOPE", "NopeConfig", "NopeResult", "run_nope"]
@@ -142,7 +142,7 @@ def _checkpoints(r: NopeResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 FREEZE_NOPE = Experiment(
-    id="ch8-freeze-nope", chapter=CHAPTER, config=NopeConfig, result=NopeResult, run=run_nope, work=_work,
+    id="ch8-freeze-nope", config=NopeConfig, result=NopeResult, run=run_nope, work=_work,
     prefix=freeze_prefix, checkpoints=_checkpoints,
     figures=(FigureSpec(id="fig-ch8-tokens", claims=(), plot=lambda r: figs.plot_tokens(r.tokens),
                         table=lambda r: figs.tokens_table(r.tokens),

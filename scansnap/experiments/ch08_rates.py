@@ -25,7 +25,6 @@ from matplotlib.figure import Figure
 from scansnap import figures, lm_converge, stats, token_stats
 from scansnap.experiments import wikitext_steady as wst
 from scansnap.experiments.base import Experiment, FigureSpec
-from scansnap.experiments.ch08_wikitext import CHAPTER
 from scansnap.experiments.wikitext_as_run import AsRun
 from scansnap.experiments.wikitext_rates import (
     DeepRatesConfig,
@@ -267,13 +266,13 @@ _CAPTION = ("held-out attention entropy of the first layer (the authors' measure
             "converged; open: stopped at the cap; cross: diverged), line through the means; right: the held-out loss "
             "of every run.")
 RATES = Experiment(
-    id="ch8-rates", chapter=CHAPTER, config=RatesConfig, result=RatesResult, run=run_rates, verdicts=rates_verdicts,
+    id="ch8-rates", config=RatesConfig, result=RatesResult, run=run_rates, verdicts=rates_verdicts,
     work=rates_work, prefix=rates_prefix, checkpoints=rates_checkpoints,
     figures=(FigureSpec(id="fig-paper-10", claims=("C41",), plot=plot_rates, table=rates_table,
                         caption="Figure 10 of the paper, re-made (1-layer model, WikiText-2): " + _CAPTION),),
 )
 RATES_DEEP = Experiment(
-    id="ch8-rates-deep", chapter=CHAPTER, config=DeepRatesConfig, result=RatesResult, run=run_rates,
+    id="ch8-rates-deep", config=DeepRatesConfig, result=RatesResult, run=run_rates,
     verdicts=deep_verdicts, work=rates_work, prefix=rates_prefix, checkpoints=rates_checkpoints,
     figures=(FigureSpec(id="fig-ch8-rates-deep", claims=("X7",), plot=plot_rates, table=rates_table,
                         caption="Figure 10 for a deeper model (the book's extension): " + _CAPTION),),

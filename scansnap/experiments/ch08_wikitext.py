@@ -40,7 +40,6 @@ from scansnap.experiments import wikitext_snap as ws
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.results import Config
 
-CHAPTER = "book/chapters/08-wikitext"
 SMOKE = dict(train_split="valid", eval_split="test", vocab_cap=300, max_train_tokens=14_000, eval_sequences=16)
 BOOK = dict(train_split="valid", eval_split="test", vocab_cap=2000, eval_sequences=200)
 """The data presets of Chapter 8's ``smoke`` and ``book`` profiles (the ``paper`` profile: the defaults)."""
@@ -356,7 +355,7 @@ _CAPTION = ("first-layer attention of one held-out WikiText-2 window and of one 
             "per-step jitter, the held-out loss, and the attention on the diagonal and on <unk>.")
 
 FREEZE = Experiment(
-    id="ch8-freeze", chapter=CHAPTER, config=FreezeConfig, result=FreezeResult, run=run_freeze,
+    id="ch8-freeze", config=FreezeConfig, result=FreezeResult, run=run_freeze,
     work=freeze_work, prefix=freeze_prefix, checkpoints=freeze_checkpoints,
     figures=(FigureSpec(id="fig-paper-7", claims=("C40a", "C40b", "P2", "P3"),
                         plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),
@@ -364,7 +363,7 @@ FREEZE = Experiment(
                         caption="Figure 7 of the paper, re-made (1-layer model): " + _CAPTION),),
 )
 FREEZE_DEEP = Experiment(
-    id="ch8-freeze-deep", chapter=CHAPTER, config=DeepConfig, result=FreezeResult, run=run_freeze,
+    id="ch8-freeze-deep", config=DeepConfig, result=FreezeResult, run=run_freeze,
     work=freeze_work, prefix=freeze_prefix, checkpoints=freeze_checkpoints,
     figures=(FigureSpec(id="fig-ch8-freeze-deep", claims=("C40a", "C40b", "P2", "P3"),
                         plot=lambda r: figs.plot_freeze(r.runs, r.config.shown),

@@ -34,7 +34,6 @@ from scansnap.theory import decoder
 from scansnap.theory import residual as res
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
-CHAPTER = "book/chapters/09-beyond"
 OPTION_SETS = ("residual", "positional bias", "heads", "all three")
 
 
@@ -145,7 +144,7 @@ def gradient_verdicts(check: GradientCheck) -> list[Verdict]:
     return [RULE_X1.judge(measures, check.config, link=GRADIENTS.link("lemma-1-extended"))]
 
 
-GRADIENTS = Experiment(id="ch9-gradients", chapter=CHAPTER, config=GradientConfig, result=GradientCheck,
+GRADIENTS = Experiment(id="ch9-gradients", config=GradientConfig, result=GradientCheck,
                        run=run_gradients, verdicts=gradient_verdicts, work=lambda c: 4 * c.instances)
 
 # ------------------------------------------------------------------------------------------------
@@ -302,7 +301,7 @@ def plot_overlaps(r: OverlapResult) -> Figure:
 
 
 OVERLAPS = Experiment(
-    id="ch9-overlaps", chapter=CHAPTER, config=OverlapConfig, result=OverlapResult, run=run_overlaps,
+    id="ch9-overlaps", config=OverlapConfig, result=OverlapResult, run=run_overlaps,
     verdicts=overlap_verdicts, work=lambda c: len(c.num_queries) * len(c.z_scales),
     figures=(FigureSpec(
         id="fig-ch9-overlaps",

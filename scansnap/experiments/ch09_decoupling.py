@@ -30,7 +30,6 @@ from scansnap import data, figures, stats, train
 from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model import token_counts
 from scansnap.model_options import ModelOptions, OptionsModel, head_params
 from scansnap.results import Config
@@ -310,7 +309,7 @@ def plot_decoupling(r: DecouplingResult) -> Figure:
 
 
 DECOUPLING = Experiment(
-    id="ch9-decoupling", chapter=CHAPTER, config=DecouplingConfig, result=DecouplingResult, run=run_decoupling,
+    id="ch9-decoupling", config=DecouplingConfig, result=DecouplingResult, run=run_decoupling,
     verdicts=decoupling_verdicts, work=lambda c: 2 * len(LIMITS),
     figures=(FigureSpec(
         id="fig-ch9-decoupling",

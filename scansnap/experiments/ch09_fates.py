@@ -29,7 +29,7 @@ from scansnap import data, figures, stats, train
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch09_beyond import CHAPTER, RULE_C33A
+from scansnap.experiments.ch09_beyond import RULE_C33A
 from scansnap.model_options import ModelOptions, head_params
 from scansnap.results import Config
 from scansnap.theory import residual as res
@@ -329,7 +329,7 @@ def flow_verdicts(r: FlowResult) -> list[Verdict]:
     return [dataclasses.replace(v, level=INCONCLUSIVE, reason=why) if why else v]
 
 
-FLOW = Experiment(id="ch9-flow", chapter=CHAPTER, config=FlowConfig, result=FlowResult, run=run_flow,
+FLOW = Experiment(id="ch9-flow", config=FlowConfig, result=FlowResult, run=run_flow,
                   verdicts=flow_verdicts, work=lambda c: c.steps)
 
 
@@ -365,7 +365,7 @@ def plot_fates(r: FatesResult) -> Figure:
 
 
 FATES = Experiment(
-    id="ch9-fates", chapter=CHAPTER, config=FatesConfig, result=FatesResult, run=run_fates, verdicts=fate_verdicts,
+    id="ch9-fates", config=FatesConfig, result=FatesResult, run=run_fates, verdicts=fate_verdicts,
     work=lambda c: 4 * c.steps,
     figures=(FigureSpec(
         id="fig-ch9-fates",

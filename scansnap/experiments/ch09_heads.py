@@ -33,7 +33,6 @@ from scansnap import data, figures, heads, train
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.experiments.heads_rules import RULE_X4, RULE_X5, RULE_X6, RULE_X9, head_controls, head_measures
 from scansnap.model_options import ModelOptions, head_params
 from scansnap.results import Config
@@ -246,14 +245,14 @@ _CAPTION = ("from random initial attention logits of scale sigma, each head from
             "distinct tokens the heads pick (bars: standard deviation over seeds). Right: distinct tokens per class "
             "picked by at least one head. Dotted: the same picks at step 0, before any update.")
 HEADS = Experiment(
-    id="ch9-heads", chapter=CHAPTER, config=HeadsConfig, result=HeadsResult, run=run_heads,
+    id="ch9-heads", config=HeadsConfig, result=HeadsResult, run=run_heads,
     work=lambda c: 2 * len(c.scales),
     figures=(FigureSpec(
         id="fig-ch9-heads", caption="Several heads trained on Syn-Medium in the long-sequence limit " + _CAPTION,
         claims=("X4", "X5", "X6"), plot=plot_heads, table=heads_table),),
 )
 HEADS_SAMPLED = Experiment(
-    id="ch9-heads-sampled", chapter=CHAPTER, config=SampledHeadsConfig, result=HeadsResult, run=run_heads,
+    id="ch9-heads-sampled", config=SampledHeadsConfig, result=HeadsResult, run=run_heads,
     verdicts=head_verdicts, work=lambda c: 2 * len(c.scales),
     figures=(FigureSpec(
         id="fig-ch9-heads-sampled",

@@ -26,7 +26,6 @@ from scansnap import figures, positions, train
 from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model import cross_entropy
 from scansnap.model_options import ModelOptions
 from scansnap.results import Config
@@ -259,7 +258,7 @@ def plot_positions(r: PositionsResult) -> Figure:
 
 
 POSITIONS = Experiment(
-    id="ch9-positions", chapter=CHAPTER, config=PositionsConfig, result=PositionsResult, run=run_positions,
+    id="ch9-positions", config=PositionsConfig, result=PositionsResult, run=run_positions,
     verdicts=position_verdicts, work=lambda c: 4 * c.steps,
     figures=(FigureSpec(
         id="fig-ch9-positions",
