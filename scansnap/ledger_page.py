@@ -23,7 +23,7 @@ from scansnap import claims, ledger, tallies
 from scansnap._io import source_checkout
 from scansnap._ledger_assets import SCRIPT, SHORT, STYLE
 from scansnap.claims import VERDICTS, Claim
-from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Verdict
+from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Level, Verdict
 
 __all__ = ["LedgerRow", "chapter_titles", "link_claims", "page", "picture", "rows", "summary", "table",
            "verdict_slug"]
@@ -216,7 +216,7 @@ def _verdict_block(v: Verdict, row: LedgerRow, base: str) -> str:
         items.append(f"control ({_e(v.control_level)}): {_e(_numbers(v.control))}")
     if v.details:
         items.append(f"measured: {_e(v.details)}")
-    if v.premise and v.level != "verified":
+    if v.premise and v.level is not Level.VERIFIED:
         items.append(f"premise a miss points to: {_e(v.premise)}")
     history = row.histories.get(v.evidence)
     items.append("rule history (ledger/rules.json): " + (_history(history) if history else "not locked"))

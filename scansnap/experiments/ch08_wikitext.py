@@ -108,13 +108,6 @@ class WikiConfig(Config):
                 "those held-out articles")
         return self.train_split, self.eval_split, ""
 
-    def cuts(self) -> tuple[tuple[str, str], ...]:
-        """:meth:`scansnap.results.Config.cuts`, plus the training text when ``train.txt`` is missing: the paper
-        trains on its 2M tokens, a run here on about a fifth of that (a cut of ``train_split``)."""
-        cut = self.train_split == "train" and bool(self.splits()[2])
-        return super().cuts() + ((("train_split", "trained on valid + test less the held-out articles: train.txt "
-                                   "is missing (paper profile: train.txt)"),) if cut else ())
-
     def data_protocol(self) -> str:
         """The data and model of a run, in words (the common part of Chapter 8's protocols)."""
         train, held, _ = self.splits()
