@@ -204,7 +204,7 @@ def lock_state() -> dict[str, dict[str, Any]]:
         if wrong:
             raise ValueError(f"profile: the verdicts of {c.id} were recorded under profile {wrong[0].profile!r}; "
                              f"only a {LOCK_PROFILE!r} build is locked")
-        state[c.id] = {"headline": head, "evidence": {v.evidence: v.level for v in found}}
+        state[c.id] = {"headline": str(head), "evidence": {v.evidence: str(v.level) for v in found}}
     return state
 
 

@@ -51,8 +51,8 @@ EXEMPT = {
     "scansnap.claims": "the claims ledger (book/claims.md)",
     "scansnap.closure": "which library sources a page can run (the page cache)",
     "scansnap.device": "where the trainers compute (SCANSNAP_DEVICE, --device): no result of the paper",
-    "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored evidence)",
-    "scansnap.evidence": "stored evidence: long runs made once, stored with provenance, checked by the build",
+    "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored runs)",
+    "scansnap.store": "stored runs: long runs made once, stored with provenance, checked by the build",
     "scansnap.cli": "the command line (python -m scansnap)",
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",
@@ -170,7 +170,7 @@ def test_api_is_found() -> None:
 
 
 # Docstrings owed: public functions allowed to lack one, each with its reason (none: since the store hash covers the
-# docstring-free syntax of what a run executes, scansnap.codehash, a docstring never makes stored evidence stale).
+# docstring-free syntax of what a run executes, scansnap.codehash, a docstring never makes a stored run stale).
 OWED: dict[str, str] = {}
 
 

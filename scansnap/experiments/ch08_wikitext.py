@@ -314,7 +314,7 @@ def freeze_work(c: FreezeConfig) -> int:
 
 def freeze_prefix(c: FreezeConfig, steps: int) -> FreezeConfig:
     """The first ``steps`` steps of the first seed's run, checkpointed at step 0 and at ``steps`` only (at least 2
-    steps): what ``python -m scansnap evidence verify`` re-runs of a stored Figure 7 (the other seeds differ by
+    steps): what ``python -m scansnap store verify`` re-runs of a stored Figure 7 (the other seeds differ by
     their seed alone, and their arrays are held by their digests). Nothing in a run depends on its length or on
     where it is checkpointed (a checkpoint measures in eval mode and draws no random number), so the prefix's step
     0 and training losses equal the stored ones."""
@@ -336,7 +336,7 @@ def trajectory_checkpoints(key: object, tr: lm_train.Trajectory) -> dict[str, tu
 
 
 def freeze_checkpoints(r: FreezeResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """:func:`trajectory_checkpoints` of every seed (``"seed<s>.<curve>"``): what ``evidence verify`` compares."""
+    """:func:`trajectory_checkpoints` of every seed (``"seed<s>.<curve>"``): what ``store verify`` compares."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for seed, tr in zip(r.config.seeds, r.runs, strict=True):
         out |= trajectory_checkpoints(f"seed{seed}", tr)

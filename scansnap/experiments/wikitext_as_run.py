@@ -5,33 +5,32 @@ The ``paper`` profile trains on ``train.txt`` where the data folder has it, else
 articles, a reduced protocol. Which one a run used is a fact of how it was made, not of its configuration
 (:class:`TrainText`): for a run made here, whether this machine's data folder has ``train.txt``
 (:meth:`TrainText.here`); for a run *stored* (:mod:`scansnap.store`), whether its run executed the held-out-articles
-loader (:meth:`TrainText.stored`, from the functions its provenance records). So a run stored without ``train.txt``
+loader (:meth:`TrainText.ran`, from the functions its provenance records). So a run stored without ``train.txt``
 stays that reduced run when a reader who has downloaded ``train.txt`` builds the book: its verdicts carry the cut
 ("reduced protocol: ...") in both directions (no Chapter 8 rule names ``train_split`` in its ``depends_on``: the cut
 labels, it does not decide). A rule judges the configuration with that cut added
 (:class:`scansnap.results.AsMade`).
 
-:func:`snap_as_run` is C40a, C40b, P2 and P3 (:func:`snap_verdicts`) judged on the stored runs; Figure 10's rule
-(:func:`scansnap.experiments.ch08_rates.rates_verdicts`) takes a :class:`TrainText` too. This module is not imported
+:func:`snap_verdicts` judges C40a, C40b, P2 and P3 with the training text of each run; Figure 10's rules
+(:func:`scansnap.experiments.ch08_rates.rates_verdicts`) take a :class:`TrainText` too. This module is not imported
 by the modules that run the stored experiments, so it can change without making their stores stale.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from scansnap import lm_train, wikitext
 from scansnap.experiments import ch08_wikitext as ch8
 from scansnap.experiments import wikitext_snap as ws
-from scansnap.experiments.base import Experiment
 from scansnap.experiments.wikitext_freeze import freeze_measures
 from scansnap.results import AsMade, Cut
 from scansnap.verdicts import Verdict
 
-__all__ = ["TrainText", "snap_as_run", "snap_verdicts"]
+__all__ = ["MISSING", "TrainText", "snap_verdicts"]
 
 MISSING = ("trained on valid + test less the held-out articles: train.txt was missing when the run was made "
            "(paper profile: train.txt)")
@@ -56,13 +55,11 @@ class TrainText:
         return cls(wikitext.has_split("train", config.data or None))
 
     @classmethod
-    def stored(cls, exp: Experiment, profile: str = "paper", root: Path | None = None) -> TrainText:
-        """For the stored run of ``exp``: whether its run loaded ``train.txt``, i.e. did not execute the
-        held-out-articles loader (:func:`scansnap.lm_train.article_corpus`; the functions a store's run executes are
-        in its provenance)."""
-        from scansnap import store
-
-        return cls(_LOADER not in store.read_provenance(exp, profile, root).functions)
+    def ran(cls, functions: Iterable[str]) -> TrainText:
+        """For a stored run, from the functions its run executed (``"module:qualname"``, the keys of its provenance's
+        ``functions``, :func:`scansnap.store.read_provenance`): whether it loaded ``train.txt``, i.e. did not execute
+        the held-out-articles loader (:func:`scansnap.lm_train.article_corpus`)."""
+        return cls(_LOADER not in set(functions))
 
     def cuts(self, config: ch8.WikiConfig) -> tuple[Cut, ...]:
         """The cut of ``config``'s training text: ``train_split`` when it asks for ``train.txt`` and the run did not
@@ -103,10 +100,3 @@ def snap_verdicts(freeze: ch8.FreezeResult, deep: ch8.FreezeResult,
     link = ch8.FREEZE.link("fig-paper-7")
     return [rule.judge(ws.project(m, rule.measures), cut, control=ws.project(control, rule.measures), details=details,
                        link=link) for rule in ws.RULES]
-
-
-def snap_as_run(freeze: ch8.FreezeResult, deep: ch8.FreezeResult, root: Path | None = None) -> list[Verdict]:
-    """C40a, C40b, P2 and P3 (:func:`snap_verdicts`) of the stored runs ``freeze`` (``ch8-freeze``) and ``deep``
-    (``ch8-freeze-deep``), each labelled by the training text its store records (:meth:`TrainText.stored`)."""
-    return snap_verdicts(freeze, deep, (TrainText.stored(ch8.FREEZE, root=root),
-                                        TrainText.stored(ch8.FREEZE_DEEP, root=root)))
