@@ -178,8 +178,9 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
     would read ``+dirty``: no one could check out the code that made the run); ``allow_dirty`` is for tests that store
     into a temporary folder."""
     check_choice("profile", profile, ("smoke", "book", "paper"))
-    commit = provenance.git_commit()
-    if commit.endswith("+dirty") and not allow_dirty:
+    state = provenance.checkout()
+    commit = str(state)
+    if state.dirty and not allow_dirty:
         raise DirtyCheckoutError(
             f"{exp.id}: not stored: the checkout has uncommitted changes to tracked files (commit {commit}), so the "
             f"provenance could not name the code that made the run. Commit or stash them (git status), then make "
