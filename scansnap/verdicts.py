@@ -65,6 +65,8 @@ __all__ = [
     "Verdict",
     "at_least",
     "at_most",
+    "number_text",
+    "numbers_text",
     "worst",
 ]
 
@@ -215,9 +217,9 @@ class Verdict:
 
     def summary(self) -> str:
         """The numbers the rule used, e.g. ``"max_error = 4.4e-16; instances = 200"``, then the control's."""
-        text = _numbers_text(self.numbers)
+        text = numbers_text(self.numbers)
         if self.control_level:
-            text += f" | control ({self.control_level}): {_numbers_text(self.control)}"
+            text += f" | control ({self.control_level}): {numbers_text(self.control)}"
         return text
 
     def label(self) -> str:
@@ -242,11 +244,12 @@ class Verdict:
     def number_pairs(self, control: bool = False) -> tuple[tuple[str, str], ...]:
         """The numbers the rule used (``control=True``: its control's) as ``(name, value)`` pairs, each value
         written as :meth:`summary` writes it, e.g. ``(("max_error", "4.4e-16"), ("instances", "200"))``."""
-        return tuple((k, _fmt(v)) for k, v in (self.control if control else self.numbers).items())
+        return tuple((k, number_text(v)) for k, v in (self.control if control else self.numbers).items())
 
 
-def _numbers_text(numbers: dict[str, float]) -> str:
-    return "; ".join(f"{k} = {_fmt(v)}" for k, v in numbers.items())
+def numbers_text(numbers: dict[str, float]) -> str:
+    """Named numbers as ``"name = value; ..."``, each value by :func:`number_text`."""
+    return "; ".join(f"{k} = {number_text(v)}" for k, v in numbers.items())
 
 
 @dataclass(frozen=True)
@@ -372,7 +375,7 @@ class Rule:
 
         if all(empty(c) for c in self.criteria):
             raise ValueError(f"control: the control of {self.claim} ({self.evidence}) is 0, nan or infinite on every "
-                             f"criterion ({_numbers_text({c.name: values[c.name] for c in self.criteria})}): it "
+                             f"criterion ({numbers_text({c.name: values[c.name] for c in self.criteria})}): it "
                              f"measures an effect that is absent by construction, so it could never pass. Judge the "
                              f"rule on a null that is measured and would reach the threshold without the effect")
 
@@ -428,7 +431,9 @@ class Rule:
         return made if outcome is Outcome.CRITERIA else made.undecided(outcome, detail)
 
 
-def _fmt(v: float) -> str:
-    if isinstance(v, int):
+def number_text(v: float) -> str:
+    """A measured number as the book writes it in prose and tables (the one number formatter): an integer as is,
+    else 3 significant digits, and below 1e-3 in scientific notation, e.g. ``"200"``, ``"0.912"``, ``"4.4e-16"``."""
+    if isinstance(v, _numbers.Integral):
         return str(v)
     return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
