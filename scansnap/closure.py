@@ -1,7 +1,7 @@
 """Which library sources a page can run: the ``scansnap`` modules it imports, theirs, transitively.
 
 Its user is the book's page cache (``_ext/scansnap_book.py``: a page is re-executed when a source it can run
-changes). Stored evidence does not use it: a stored run is stale only when a function it executes changes
+changes). A stored run does not use it: it is stale only when a function it executes changes
 (:mod:`scansnap.codehash`). Import statements are read with ``ast`` (modules) and a regular expression (a page's code
 cells), never executed. A package whose ``__init__`` loads its submodules by name (``importlib.import_module``,
 as ``scansnap.theory`` and ``scansnap.experiments`` do) is taken to run all of them.

@@ -170,7 +170,7 @@ def _decision(v: Verdict) -> tuple[str, str]:
         whose = "the book's full protocol" if claims.get(v.claim).origin == "book" else "the paper's protocol"
         anchor = v.link.partition("#")[2]
         figure = anchor if anchor.startswith("fig-") else "<figure-id>"
-        return (f"a run of the paper profile, at {whose}, e.g. stored as evidence",
+        return (f"a run of the paper profile, at {whose}, e.g. a stored run",
                 f"python -m scansnap reproduce {figure} --profile paper --store")
     if v.outcome is Outcome.TOO_SMALL:
         return ("a run in which the effect the rule tests happens at a visible size (the page shows how far the "
