@@ -41,11 +41,11 @@ import math
 import numbers as _numbers
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from scansnap._checks import check_choice
 from scansnap.criteria import Criterion, at_least, at_most
+from scansnap.outcomes import INCONCLUSIVE, LEVELS, Level, Outcome, number_text, numbers_text, worst
 
 if TYPE_CHECKING:
     from scansnap.results import Cut
@@ -70,44 +70,6 @@ __all__ = [
     "worst",
 ]
 
-class Level(StrEnum):
-    """A verdict's level; its value is the word the ledger, the lock and the stored verdicts write (a ``str``, so
-    JSON and the lock read it unchanged). Members in the ledger's order of display, best first."""
-
-    VERIFIED = "verified"
-    PARTLY = "partly verified"
-    INCONCLUSIVE = "inconclusive"
-    NOT_REPRODUCED = "not reproduced"
-
-    @property
-    def rank(self) -> int:
-        """0 for verified .. 3 for not reproduced (:data:`LEVELS` order): a larger rank is a weaker verdict."""
-        return LEVELS.index(self)
-
-
-INCONCLUSIVE = Level.INCONCLUSIVE
-LEVELS = tuple(Level)
-"""The verdicts, in the ledger's order of display (an unrecorded claim reads "not yet checked").
-"inconclusive" is neither a pass nor a fail: the control passed too, the run cut a part of the paper's protocol
-the claim depends on, or the effect was too small to judge."""
-_WORDS = tuple(map(str, LEVELS))  # the levels as plain strings (for error messages)
-
-
-class Outcome(StrEnum):
-    """What decided a verdict's level (stored on the :class:`Verdict` beside its words, :attr:`Verdict.reason`): its
-    criteria alone, or why it is inconclusive. A value other than ``CRITERIA`` is the head of the reason's words."""
-
-    CRITERIA = "the criteria"
-    """The level is what the criteria gave (no reason)."""
-    CONTROL_PASSES = "the control passes too"
-    """Inconclusive: the control reaches the same level."""
-    REDUCED_PROTOCOL = "reduced protocol"
-    """Inconclusive: the run cut a field of the paper's protocol the rule depends on (:attr:`Rule.depends_on`)."""
-    TOO_SMALL = "effect too small to judge"
-    """Inconclusive: the effect the rule tests is too small in this run to be seen."""
-    PREMISE_NOT_MET = "premise not met"
-    """Inconclusive: the run is outside the claim's premise (judged by the experiment, from its measures)."""
-
 
 class Judged(Protocol):
     """What :meth:`Rule.judge` reads of a run's configuration (:class:`scansnap.results.Config`, or
@@ -120,6 +82,7 @@ class Judged(Protocol):
 
     def cuts(self) -> tuple[Cut, ...]:
         """What the run cut from the paper's protocol."""
+
 
 EVIDENCE = {
     "derivation": "derivation (sympy or a closed form, checked numerically)",
@@ -140,13 +103,6 @@ also judged on its control."""
 
 CONTROL_STEP0 = "the same measures on the model at step 0 (before any update), from the same run"
 """The default control of a rule on training or real-data evidence."""
-
-
-def worst(levels: list[str]) -> Level:
-    """The last of ``levels`` in the order of :data:`LEVELS` (the weakest)."""
-    if not levels:
-        raise ValueError("levels: must hold at least one verdict")
-    return max((Level(check_choice("level", lv, _WORDS)) for lv in levels), key=lambda lv: lv.rank)
 
 
 @dataclass(frozen=True)
@@ -192,7 +148,7 @@ class Verdict:
     outcome: Outcome = Outcome.CRITERIA
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "level", Level(check_choice("level", self.level, _WORDS)))
+        object.__setattr__(self, "level", Level(check_choice("level", self.level, [*map(str, Level)])))
         object.__setattr__(self, "outcome", Outcome(check_choice("outcome", self.outcome, [*map(str, Outcome)])))
         check_choice("evidence", self.evidence, tuple(EVIDENCE))
         object.__setattr__(self, "reduced", tuple(self.reduced))
@@ -245,11 +201,6 @@ class Verdict:
         """The numbers the rule used (``control=True``: its control's) as ``(name, value)`` pairs, each value
         written as :meth:`summary` writes it, e.g. ``(("max_error", "4.4e-16"), ("instances", "200"))``."""
         return tuple((k, number_text(v)) for k, v in (self.control if control else self.numbers).items())
-
-
-def numbers_text(numbers: dict[str, float]) -> str:
-    """Named numbers as ``"name = value; ..."``, each value by :func:`number_text`."""
-    return "; ".join(f"{k} = {number_text(v)}" for k, v in numbers.items())
 
 
 @dataclass(frozen=True)
@@ -429,11 +380,3 @@ class Rule:
         made = Verdict(self.claim, level, self.evidence, self.text(), self.numbers(measures), protocol.strip(),
                        details.strip(), link, **extra)
         return made if outcome is Outcome.CRITERIA else made.undecided(outcome, detail)
-
-
-def number_text(v: float) -> str:
-    """A measured number as the book writes it in prose and tables (the one number formatter): an integer as is,
-    else 3 significant digits, and below 1e-3 in scientific notation, e.g. ``"200"``, ``"0.912"``, ``"4.4e-16"``."""
-    if isinstance(v, _numbers.Integral):
-        return str(v)
-    return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"

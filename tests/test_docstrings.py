@@ -57,6 +57,7 @@ EXEMPT = {
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",
     "scansnap.criteria": "a verdict rule's criterion and thresholds (DESIGN.md, the claims ledger)",
+    "scansnap.outcomes": "a verdict's level and outcome as types, and how it writes numbers (the claims ledger)",
     "scansnap.findings": "the page What this book found (book/found.md), read from the ledger",
     "scansnap.tallies": "the ledger's two tallies (theory's model; training and real data) for every summary",
     "scansnap.figures": "the figure gallery, figure provenance and citations (book/figures.md)",
