@@ -157,7 +157,8 @@ class Verdict:
             raise ValueError(f"outcome: {self.claim} ({self.evidence}) is {self.level!s} with outcome "
                              f"{self.outcome!s} and reason {self.reason!r}: an inconclusive verdict needs an outcome "
                              f"other than the criteria and its reason, any other none (a verdict recorded before "
-                             f"outcomes were stored: execute its chapter again)")
+                             f"outcomes were stored: remove <artifacts>/verdicts, e.g. _extra/verdicts, and build "
+                             f"again)")
 
     def undecided(self, outcome: Outcome, detail: str = "") -> Verdict:
         """This verdict made inconclusive for ``outcome`` (not ``CRITERIA``), its reason ``"<outcome>: <detail>"``."""
