@@ -41,7 +41,7 @@ import math
 import numbers as _numbers
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scansnap._checks import check_choice
 from scansnap.criteria import Criterion, at_least, at_most
@@ -75,7 +75,9 @@ class Judged(Protocol):
     """What :meth:`Rule.judge` reads of a run's configuration (:class:`scansnap.results.Config`, or
     :class:`scansnap.results.AsMade` where the run's own record adds cuts)."""
 
-    GATED: ClassVar[tuple[str, ...]]
+    @property
+    def GATED(self) -> tuple[str, ...]:  # noqa: N802 (a configuration's class constant, read-only here)
+        """The fields whose cut from the paper's protocol labels a verdict (:attr:`scansnap.results.Config.GATED`)."""
 
     def protocol(self) -> str:
         """How the run was made, in words."""
