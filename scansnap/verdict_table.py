@@ -132,7 +132,7 @@ class Reason:
     @property
     def head(self) -> str:
         """The reason's kind in words (``"reduced protocol"``, ``"effect too small to judge"``: the
-        :class:`~scansnap.verdicts.Outcome` of its verdicts)."""
+        :class:`~scansnap.outcomes.Outcome` of its verdicts)."""
         return self._parts()[0]
 
     def _parts(self) -> tuple[str, str]:

@@ -311,7 +311,7 @@ RULE_C33B_FLOW = Rule("C33b", "simulation", FlowFates, (
 
 
 def premise_unmet(m: FlowFates) -> str:
-    """Why C33b cannot be judged on the flow ``m`` (the detail of :attr:`scansnap.verdicts.Outcome.PREMISE_NOT_MET`;
+    """Why C33b cannot be judged on the flow ``m`` (the detail of :attr:`scansnap.outcomes.Outcome.PREMISE_NOT_MET`;
     "" when it can): C33b is the consequence of C33a's decoupling, so
     a family whose cross-query share at ``Z = 0`` exceeds C33a's bar is outside the claim's premise."""
     if m.cross_share_initial <= C33A_BAR:
