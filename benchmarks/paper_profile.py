@@ -89,9 +89,9 @@ def main(argv: list[str] | None = None) -> None:
         by_chapter[entry.chapter].append(seconds)
         stored = ""
         if entry.stored:
-            from scansnap import evidence
+            from scansnap import store
 
-            prov = evidence.load(experiments.get(exp_id), "paper").provenance
+            prov = store.load(experiments.get(exp_id), "paper").provenance
             stored = f"{prov.wall_s / 60:.1f} min recorded ({prov.date}, {prov.device})"
         units = f"{done}/{total}" if total else "-"
         print(f"{exp_id:<18} {kind:<10} {seconds / 60:>9.2f} {units:>14}  {stored}", flush=True)

@@ -16,7 +16,7 @@ from scansnap import claims
 from scansnap.verdict_table import LEDGER, VerdictTable, claim_link
 from scansnap.verdicts import Verdict
 
-__all__ = ["LEDGER", "VerdictTable", "claim_link", "evidence", "glue_value", "record", "show"]
+__all__ = ["LEDGER", "VerdictTable", "claim_link", "glue_value", "record", "show", "stored"]
 
 
 def _glue(key: str, value: object) -> None:
@@ -37,21 +37,20 @@ def show(made, *fig_ids: str) -> None:
               f"  protocol ({made.records[fig_id].profile} profile): {made.records[fig_id].protocol}")
 
 
-def evidence(target, profile: str = "paper"):
-    """Show stored evidence (:mod:`scansnap.evidence`): load the store of ``target`` (an experiment, its id or one
+def stored(target, profile: str = "paper"):
+    """Show a stored run (:mod:`scansnap.store`): load the store of ``target`` (an experiment, its id or one
     of its figures' ids) after checking it, make its figures from the stored result (published like a live run's,
     with the store's provenance in their protocol), print when, where and in how long it was made and the command
     that re-makes it, and return it as :class:`scansnap.experiments.Made` (for :func:`show` and the verdicts).
-    A stale or altered store raises (:class:`scansnap.evidence.StaleEvidenceError`,
-    :class:`~scansnap.evidence.TamperedEvidenceError`): the strict build fails rather than show it."""
-    from scansnap import evidence as ev
-    from scansnap import experiments
+    A stale or altered store raises (:class:`scansnap.store.StaleStoreError`,
+    :class:`~scansnap.store.TamperedStoreError`): the strict build fails rather than show it."""
+    from scansnap import experiments, store
 
     exp = experiments.resolve(target)
-    stored = ev.load(exp, profile)
-    config, prov = ev.config_of(exp, stored), stored.provenance
-    made = experiments.publish(exp, config, stored.result, prov.wall_s, profile=profile,
-                               protocol=f"{config.protocol()}; stored evidence made {prov.date} on {prov.device} "
+    found = store.load(exp, profile)
+    config, prov = store.config_of(exp, found), found.provenance
+    made = experiments.publish(exp, config, found.result, prov.wall_s, profile=profile,
+                               protocol=f"{config.protocol()}; stored run made {prov.date} on {prov.device} "
                                         f"({prov.cpu}) in {prov.wall_s / 60:.1f} min")
     print(prov.describe())
     return made

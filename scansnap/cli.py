@@ -1,4 +1,4 @@
-"""Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap evidence
+"""Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap store
 list | verify [<experiment-id>] [--steps N] [--horizon H]``, ``python -m scansnap claims
 [--write-lock | --check-lock]``, ``python -m scansnap rules [--write --reason ... | --check]`` and ``python -m scansnap
 data check | download``.
@@ -33,7 +33,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, device, evidence, experiments, figures, ledger, profiles, wikitext, wikitext_check
+from scansnap import claims, device, experiments, figures, ledger, profiles, store, wikitext, wikitext_check
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -72,18 +72,18 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: $SCANSNAP_ARTIFACTS, _extra in the book's checkout)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.add_argument("--store", action="store_true",
-                     help="also store the result as evidence in evidence/<experiment>/<profile>/")
-    ev = sub.add_parser("evidence", help="check stored evidence: list it, or re-run the first steps and compare")
+                     help="also store the result in stores/<experiment>/<profile>/")
+    ev = sub.add_parser("store", help="check the stored runs: list them, or re-run the first steps and compare")
     ev.add_argument("action", choices=("list", "verify"))
     ev.add_argument("experiment", nargs="?", default=None,
                     help="with verify: an experiment id (default: every stored item)")
     ev.add_argument("--profile", choices=profiles.PROFILES, default="paper", help="the store's profile")
     ev.add_argument("--steps", type=int, default=None,
                     help="with verify: re-run the first STEPS steps (default: up to the horizon's first checkpoint)")
-    ev.add_argument("--horizon", type=int, default=evidence.HORIZON,
-                    help=f"with verify: compare the checkpoints up to this step (default {evidence.HORIZON}: later, "
+    ev.add_argument("--horizon", type=int, default=store.HORIZON,
+                    help=f"with verify: compare the checkpoints up to this step (default {store.HORIZON}: later, "
                          "another machine's float sums have made SGD diverge; larger on the machine that made it)")
-    ev.add_argument("--root", type=Path, default=None, help="the folder holding evidence/ (default: the checkout)")
+    ev.add_argument("--root", type=Path, default=None, help="the folder holding stores/ (default: the checkout)")
     for p in (rep, ev):
         p.add_argument("--device", default=None,
                        help=f"where the Y/Z trainer computes: cpu, cuda, cuda:N, mps (default ${device.ENV}, or cpu)")
@@ -137,7 +137,7 @@ def _reproduce(args: argparse.Namespace) -> int:
     if args.against is not None:
         _parser().error("--against: only with --check")
     if args.store and args.out is not None:
-        _parser().error("--store: the evidence goes to evidence/ in the checkout; leave --out out")
+        _parser().error("--store: the store goes to stores/ in the checkout; leave --out out")
     out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
     profile = args.profile or "book"
     start = time.perf_counter()
@@ -154,9 +154,9 @@ def _reproduce(args: argparse.Namespace) -> int:
     for what, kind, path in written:
         print(f"  {what:{width}s}  {kind:10s}  {path}")
     if args.store:
-        folder = evidence.store(made.experiment, made.config, made.result, made.wall_time_s, profile=profile,
+        folder = store.store(made.experiment, made.config, made.result, made.wall_time_s, profile=profile,
                                 figure=args.figure)
-        print(f"  stored as evidence in {folder}")
+        print(f"  stored in {folder}")
     return 0
 
 
@@ -252,22 +252,22 @@ def _rules(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def _evidence(args: argparse.Namespace) -> int:
-    """``evidence list``: every store and whether it is current; ``evidence verify``: re-run and compare."""
-    items = evidence.stored_ids(args.root)
+def _store(args: argparse.Namespace) -> int:
+    """``store list``: every store and whether it is current; ``store verify``: re-run and compare."""
+    items = store.stored_ids(args.root)
     if args.experiment is not None:
         items = [(args.experiment, args.profile)]
     if not items:
-        print(f"no stored evidence under {evidence.evidence_dir(args.root)}")
+        print(f"no stored run under {store.store_dir(args.root)}")
         return 0
     failed = 0
     for exp_id, profile in items:
         start = time.perf_counter()
         try:
             exp = experiments.resolve(exp_id)
-            problems = evidence.check(exp, profile, args.root)
+            problems = store.check(exp, profile, args.root)
             if args.action == "verify" and not problems:
-                problems = evidence.verify(exp, profile, args.steps, args.root, horizon=args.horizon)
+                problems = store.verify(exp, profile, args.steps, args.root, horizon=args.horizon)
         except (ValueError, FileNotFoundError) as err:
             problems = [str(err)]
         failed += bool(problems)
@@ -300,5 +300,5 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ[device.ENV] = str(device.resolve(args.device))
         except ValueError as err:
             _parser().error(f"--{err}")
-    commands = {"reproduce": _reproduce, "evidence": _evidence, "claims": _claims, "rules": _rules, "data": _data}
+    commands = {"reproduce": _reproduce, "store": _store, "claims": _claims, "rules": _rules, "data": _data}
     return commands[args.command](args)

@@ -1,6 +1,6 @@
 """The code a run depends on: the functions it executes, found by running it, hashed by their syntax.
 
-A stored run (:mod:`scansnap.evidence`) is stale when the code that computed it changes, and only then: a
+A stored run (:mod:`scansnap.store`) is stale when the code that computed it changes, and only then: a
 docstring, a comment, a rule's threshold, a figure or a page edit must leave hours of stored runs current. So the
 hash covers what the run *executes*, at the grain of functions, not the modules it imports:
 

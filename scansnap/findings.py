@@ -54,9 +54,8 @@ def key_numbers(v: Verdict, limit: int = 3) -> str:
 def _short_label(v: Verdict) -> str:
     """The level, why it is inconclusive, and "reduced protocol" where the run cut the paper's (the cuts are in the
     ledger's row)."""
-    if v.reason:
-        return f"{v.level} ({v.reason.partition(':')[0]})"
-    return f"{v.level} (reduced protocol)" if v.reduced else v.level
+    head = v.qualification_parts()[0]
+    return f"{v.level} ({head})" if head else str(v.level)
 
 
 def _levels_line(t: tallies.Tally, ledger_page: str) -> str:

@@ -19,12 +19,11 @@ this file, in the commit that explains it. Verdicts recorded under another profi
 from __future__ import annotations
 
 import json
-import subprocess
 from datetime import date as _date
 from pathlib import Path
 from typing import Any
 
-from scansnap import claims, experiments
+from scansnap import claims, experiments, provenance
 from scansnap._io import atomic_write, dump_json, source_checkout
 from scansnap.verdicts import Rule
 
@@ -64,13 +63,8 @@ def _lock_path(path: Path | None) -> Path:
 
 
 def _head() -> str:
-    root = source_checkout()
-    try:
-        done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short=12", "HEAD"], capture_output=True,
-                              text=True, check=True, timeout=10)
-    except (OSError, subprocess.SubprocessError, TypeError):
-        return "unknown"
-    return done.stdout.strip()
+    """The checkout's commit, 12 hex digits (``"unknown"`` outside a git checkout)."""
+    return provenance.checkout().head[:12]
 
 
 def read_rules(path: Path | None = None) -> dict[str, dict[str, Any]]:
@@ -204,7 +198,7 @@ def lock_state() -> dict[str, dict[str, Any]]:
         if wrong:
             raise ValueError(f"profile: the verdicts of {c.id} were recorded under profile {wrong[0].profile!r}; "
                              f"only a {LOCK_PROFILE!r} build is locked")
-        state[c.id] = {"headline": head, "evidence": {v.evidence: v.level for v in found}}
+        state[c.id] = {"headline": str(head), "evidence": {v.evidence: str(v.level) for v in found}}
     return state
 
 

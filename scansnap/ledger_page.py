@@ -23,7 +23,7 @@ from scansnap import claims, ledger, manifest, tallies
 from scansnap._io import source_checkout
 from scansnap._ledger_assets import SCRIPT, SHORT, STYLE, verdict_slug
 from scansnap.claims import VERDICTS, Claim
-from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Verdict
+from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Level, Verdict, numbers_text
 
 __all__ = ["LedgerRow", "chapter_titles", "link_claims", "page", "picture", "rows", "summary", "table",
            "verdict_slug"]
@@ -207,12 +207,12 @@ def _verdict_block(v: Verdict, row: LedgerRow, base: str) -> str:
     link = v.link or f"{row.claim.chapter}.html"
     items = [f"rule: {_e(v.rule)}", f"protocol: {_e(v.protocol)}" + (f" (profile {_e(v.profile)})" if v.profile
                                                                      else ""),
-             f"numbers: {_e(_numbers(v.numbers))}"]
+             f"numbers: {_e(numbers_text(v.numbers))}"]
     if v.control_level:
-        items.append(f"control ({_e(v.control_level)}): {_e(_numbers(v.control))}")
+        items.append(f"control ({_e(v.control_level)}): {_e(numbers_text(v.control))}")
     if v.details:
         items.append(f"measured: {_e(v.details)}")
-    if v.premise and v.level != "verified":
+    if v.premise and v.level is not Level.VERIFIED:
         items.append(f"premise a miss points to: {_e(v.premise)}")
     history = row.histories.get(v.evidence)
     items.append("rule history (ledger/rules.json): " + (_history(history) if history else "not locked"))
@@ -326,6 +326,3 @@ def link_claims(text: str) -> str:
     ids = {c.id.lower(): c.id for c in claims.CLAIMS}
     return _CLAIM_HREF.sub(lambda m: m.group(1) + ids.get(m.group(2), m.group(2)) + m.group(3), text)
 
-
-def _numbers(numbers: dict[str, float]) -> str:
-    return "; ".join(f"{k} = {v:.3g}" if isinstance(v, float) else f"{k} = {v}" for k, v in numbers.items())

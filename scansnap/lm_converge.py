@@ -7,7 +7,7 @@ has **converged** at the first measurement ``s >= min_steps`` where the loss imp
 it has **diverged** at the first measurement where the held-out loss is not finite or above its value at step 0
 (the untrained model's); a run that does neither stops at ``cap`` steps, **not converged**. Nothing in a run
 depends on its cap except where it stops, so the first ``n`` steps of a run with cap ``n`` are those of a longer one
-(what ``python -m scansnap evidence verify`` re-runs).
+(what ``python -m scansnap store verify`` re-runs).
 
 :func:`authors_entropy` is the held-out attention entropy as the authors' ``decoder_wiki.py`` computes it
 (``-(a * log(a + 1e-8)).sum(-1).mean()``: every query row, masked keys included with weight 0, so row 0's

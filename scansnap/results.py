@@ -28,7 +28,7 @@ from scansnap import profiles
 from scansnap._checks import check_choice
 from scansnap._io import atomic_write, jsonable
 
-__all__ = ["Config", "load", "save"]
+__all__ = ["AsMade", "Config", "Cut", "load", "save"]
 
 R = TypeVar("R")
 _META = "__meta__"
@@ -76,27 +76,73 @@ class Config:
 
     def shortfall(self) -> tuple[str, ...]:
         """The phrases of :meth:`cuts` (empty: at or above the paper's protocol)."""
-        return tuple(phrase for _, phrase in self.cuts())
+        return tuple(cut.phrase for cut in self.cuts())
 
-    def cuts(self) -> tuple[tuple[str, str], ...]:
+    def cuts(self) -> tuple[Cut, ...]:
         """What this configuration cuts from the ``paper`` preset (the paper's protocol; for a claim of the book,
-        its full protocol), one ``(field, phrase)`` per :attr:`GATED` field below it (empty: at or above it). A
-        number below the preset's, fewer items than its tuple, or a limit where it has none (``None``) is a cut."""
+        its full protocol), one :class:`Cut` per :attr:`GATED` field below it (empty: at or above it). A number
+        below the preset's, fewer items than its tuple, or a limit where it has none (``None``) is a cut."""
         paper = self.preset("paper")
-        cuts: list[tuple[str, str]] = []
-        for name in self.GATED:
-            mine, ref = getattr(self, name), getattr(paper, name)
-            if ref is None:
-                cut = mine is not None
-                phrase = f"{name} {mine} (paper profile: no limit)"
-            elif isinstance(ref, tuple | list):
-                cut, phrase = len(mine) < len(ref), f"{name}: {len(mine)} (paper profile: {len(ref)})"
-            elif isinstance(ref, bool | str):
-                cut, phrase = mine != ref, f"{name} {mine} (paper profile: {ref})"
-            else:
-                cut, phrase = mine is None or mine < ref, f"{name} {mine} (paper profile: {ref})"
-            cuts += [(name, phrase)] if cut else []
-        return tuple(cuts)
+        return tuple(cut for cut in (Cut.of(name, getattr(self, name), getattr(paper, name)) for name in self.GATED)
+                     if cut is not None)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cut:
+    """One field of a run below the paper's protocol, as a verdict's label carries it.
+
+    Attributes:
+        field: the configuration field (a :attr:`Config.GATED` name, or a fact of the run such as ``"convergence"``).
+        value: the run's value; paper: the ``paper`` preset's (``None``: no limit).
+        phrase: the label in words, e.g. ``"steps 10 (paper profile: 100)"`` (what :attr:`Verdict.reduced
+            <scansnap.verdicts.Verdict.reduced>` stores).
+    """
+
+    field: str
+    value: Any
+    paper: Any
+    phrase: str
+
+    @classmethod
+    def of(cls, name: str, mine: Any, ref: Any) -> Cut | None:
+        """The cut of field ``name`` at ``mine`` against the paper's ``ref`` (``None`` when it is no cut): a limit
+        where the paper has none, fewer items than its tuple, another choice, or a smaller number."""
+        if ref is None:
+            cut, phrase = mine is not None, f"{name} {mine} (paper profile: no limit)"
+        elif isinstance(ref, tuple | list):
+            cut, phrase = len(mine) < len(ref), f"{name}: {len(mine)} (paper profile: {len(ref)})"
+        elif isinstance(ref, bool | str):
+            cut, phrase = mine != ref, f"{name} {mine} (paper profile: {ref})"
+        else:
+            cut, phrase = mine is None or mine < ref, f"{name} {mine} (paper profile: {ref})"
+        return cls(name, mine, ref, phrase) if cut else None
+
+
+@dataclasses.dataclass(frozen=True)
+class AsMade:
+    """A configuration with the cuts its run's own record adds (what the configuration alone does not fix, e.g. the
+    training text a stored run had, or runs that had not converged): what :meth:`scansnap.verdicts.Rule.judge`
+    reads in place of the configuration (:class:`scansnap.verdicts.Judged`)."""
+
+    config: Config
+    extra: tuple[Cut, ...] = ()
+
+    @property
+    def GATED(self) -> tuple[str, ...]:  # noqa: N802 (the configuration's class constant)
+        """The configuration's gated fields."""
+        return self.config.GATED
+
+    def protocol(self) -> str:
+        """The configuration's protocol."""
+        return self.config.protocol()
+
+    def cuts(self) -> tuple[Cut, ...]:
+        """The configuration's cuts, then :attr:`extra`."""
+        return self.config.cuts() + tuple(self.extra)
+
+    def shortfall(self) -> tuple[str, ...]:
+        """The phrases of :meth:`cuts`."""
+        return tuple(cut.phrase for cut in self.cuts())
 
 
 def save(result: object, path: Path) -> Path:

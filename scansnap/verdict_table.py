@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from scansnap import claims
 from scansnap._ledger_assets import SHORT, level_rules, verdict_slug
-from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Verdict
+from scansnap.verdicts import EVIDENCE, INCONCLUSIVE, Outcome, Verdict
 
 __all__ = ["LEDGER", "STYLE", "Reason", "VerdictTable", "claim_link", "reasons"]
 
@@ -130,8 +130,12 @@ class Reason:
 
     @property
     def head(self) -> str:
-        """The reason up to its first colon (``"reduced protocol"``, ``"effect too small to judge"``)."""
-        return _head(self.text)
+        """The reason's kind in words (``"reduced protocol"``, ``"effect too small to judge"``: the
+        :class:`~scansnap.outcomes.Outcome` of its verdicts)."""
+        return self._parts()[0]
+
+    def _parts(self) -> tuple[str, str]:
+        return (self.undecided + self.decided)[0].qualification_parts()
 
     def line(self, text: Callable[[str], str], link: Callable[[str], str], code: Callable[[str], str]) -> str:
         """The reason's line after its head: its details, the claims it leaves undecided and what would decide them,
@@ -142,7 +146,7 @@ class Reason:
             return "; ".join(f"{', '.join(link(v.claim) for v in found if v.evidence == k)} on {text(SHORT[k])}"
                              for k in kinds)
 
-        detail = self.text.partition(": ")[2]
+        detail = self._parts()[1]
         out = f": {text(detail)}." if detail else "."
         if self.undecided:
             decide = "; ".join(text(words) + (": " + ", ".join(map(code, cmds)) if cmds else "")
@@ -155,21 +159,23 @@ class Reason:
         return out
 
 
-def _head(qualification: str) -> str:
-    return qualification.partition(": ")[0]
+def _head(v: Verdict) -> str:
+    return v.qualification_parts()[0]
 
 
 def _decision(v: Verdict) -> tuple[str, str]:
     """What would decide the inconclusive ``v``: a kind of run in words, and a command that makes it (or "")."""
-    if v.reason.startswith("reduced protocol"):
+    if v.outcome is Outcome.REDUCED_PROTOCOL:
         whose = "the book's full protocol" if claims.get(v.claim).origin == "book" else "the paper's protocol"
         anchor = v.link.partition("#")[2]
         figure = anchor if anchor.startswith("fig-") else "<figure-id>"
-        return (f"a run of the paper profile, at {whose}, e.g. stored as evidence",
+        return (f"a run of the paper profile, at {whose}, e.g. a stored run",
                 f"python -m scansnap reproduce {figure} --profile paper --store")
-    if v.reason.startswith("effect too small"):
+    if v.outcome is Outcome.TOO_SMALL:
         return ("a run in which the effect the rule tests happens at a visible size (the page shows how far the "
                 "runs searched get)", "")
+    if v.outcome is Outcome.PREMISE_NOT_MET:
+        return ("a run inside the claim's premise (the page says which premise the run missed)", "")
     return (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same rule) "
             "already shows, e.g. a longer horizon or a larger effect size", "")
 
@@ -261,7 +267,7 @@ class VerdictTable:
         ev = (f'<span class="sv-kind" title="{_e(EVIDENCE[v.evidence])}">{_kind(v.evidence)}</span>'
               + ('<span class="sv-beside">beside the headline</span>' if beside else ""))
         q = v.qualification()
-        why = f'<a class="sv-why" href="#{anchors[q]}">{_e(_head(q))} (below)</a>' if q else ""
+        why = f'<a class="sv-why" href="#{anchors[q]}">{_e(_head(v))} (below)</a>' if q else ""
         cells = [("evidence", "sv-ev", ev),
                  ("verdict", "sv-level", self._chip(v.level, v.claim) + why),
                  ("numbers", "sv-nums", self._numbers(v.number_pairs()))]
@@ -298,7 +304,7 @@ class VerdictTable:
         cols = "| claim | evidence | verdict | numbers |" + (" control |" if self.has_control else "")
         lines = [cols, "|---" * cols.count(" |") + "|"]
         for v in self.verdicts:
-            why = f" ({_head(v.qualification())}, below)" if v.qualification() else ""
+            why = f" ({_head(v)}, below)" if v.qualification() else ""
             cells = [f"{v.claim} (headline: {self.headlines.get(v.claim, claims.NOT_CHECKED)})", SHORT[v.evidence],
                      f"**{v.level}**{why}", _md(v.number_pairs())]
             if self.has_control:

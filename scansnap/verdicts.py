@@ -41,16 +41,23 @@ import math
 import numbers as _numbers
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from scansnap._checks import check_choice
 from scansnap.criteria import Criterion, at_least, at_most
+from scansnap.outcomes import INCONCLUSIVE, LEVELS, Level, Outcome, number_text, numbers_text, worst
+
+if TYPE_CHECKING:
+    from scansnap.results import Cut
 
 __all__ = [
     "CONTROL_STEP0",
     "EVIDENCE",
     "INCONCLUSIVE",
     "LEVELS",
+    "Judged",
+    "Level",
+    "Outcome",
     "THEORY_KINDS",
     "TRAINING_KINDS",
     "Criterion",
@@ -58,16 +65,26 @@ __all__ = [
     "Verdict",
     "at_least",
     "at_most",
+    "number_text",
+    "numbers_text",
     "worst",
 ]
 
-INCONCLUSIVE = "inconclusive"
-LEVELS = ("verified", "partly verified", INCONCLUSIVE, "not reproduced")
-"""The verdicts, in the ledger's order of display (an unrecorded claim reads "not yet checked").
-"inconclusive" is neither a pass nor a fail: the control passed too, the run cut a part of the paper's protocol
-the claim depends on, or the effect was too small to judge."""
 
-_RULE_LEVELS = ("verified", "partly verified", "not reproduced")  # what the criteria alone can give
+class Judged(Protocol):
+    """What :meth:`Rule.judge` reads of a run's configuration (:class:`scansnap.results.Config`, or
+    :class:`scansnap.results.AsMade` where the run's own record adds cuts)."""
+
+    @property
+    def GATED(self) -> tuple[str, ...]:  # noqa: N802 (a configuration's class constant, read-only here)
+        """The fields whose cut from the paper's protocol labels a verdict (:attr:`scansnap.results.Config.GATED`)."""
+
+    def protocol(self) -> str:
+        """How the run was made, in words."""
+
+    def cuts(self) -> tuple[Cut, ...]:
+        """What the run cut from the paper's protocol."""
+
 
 EVIDENCE = {
     "derivation": "derivation (sympy or a closed form, checked numerically)",
@@ -90,20 +107,13 @@ CONTROL_STEP0 = "the same measures on the model at step 0 (before any update), f
 """The default control of a rule on training or real-data evidence."""
 
 
-def worst(levels: list[str]) -> str:
-    """The last of ``levels`` in the order of :data:`LEVELS` (the weakest)."""
-    if not levels:
-        raise ValueError("levels: must hold at least one verdict")
-    return LEVELS[max(LEVELS.index(check_choice("level", lv, LEVELS)) for lv in levels)]
-
-
 @dataclass(frozen=True)
 class Verdict:
     """What a rule gave for one claim on one kind of evidence.
 
     Attributes:
         claim: the claim id (``"C19"``, ``"X1"``).
-        level: one of :data:`LEVELS`.
+        level: a :class:`Level` (a string of :data:`LEVELS` is read as one).
         evidence: a key of :data:`EVIDENCE`.
         rule: the rule in words, thresholds, alternative and control included.
         numbers: the measured numbers (every field of the rule's measures).
@@ -115,13 +125,15 @@ class Verdict:
         control_level: what the criteria give on the control ("" when there is none).
         reduced: what the run cut from the paper's protocol (empty: at or above it).
         reason: why the level is "inconclusive" ("the control passes too", "reduced protocol: ...", "effect too
-            small to judge: ..."), else "".
+            small to judge: ..."), else "": the words of :attr:`outcome`.
         premise: for training evidence on a theory claim, the premise whose failure a miss points to.
         profile: the profile the verdict was recorded under (set by :func:`scansnap.claims.record`).
+        outcome: what decided the level (:class:`Outcome`): ``CRITERIA`` for a verdict the criteria gave, else why
+            it is inconclusive (what code reads; :attr:`reason` is its words).
     """
 
     claim: str
-    level: str
+    level: Level
     evidence: str
     rule: str
     numbers: dict[str, float] = field(default_factory=dict)
@@ -135,11 +147,27 @@ class Verdict:
     reason: str = ""
     premise: str = ""
     profile: str = ""
+    outcome: Outcome = Outcome.CRITERIA
 
     def __post_init__(self) -> None:
-        check_choice("level", self.level, LEVELS)
+        object.__setattr__(self, "level", Level(check_choice("level", self.level, [*map(str, Level)])))
+        object.__setattr__(self, "outcome", Outcome(check_choice("outcome", self.outcome, [*map(str, Outcome)])))
         check_choice("evidence", self.evidence, tuple(EVIDENCE))
         object.__setattr__(self, "reduced", tuple(self.reduced))
+        decided = self.outcome is Outcome.CRITERIA
+        if decided == (self.level is Level.INCONCLUSIVE) or decided == bool(self.reason):
+            raise ValueError(f"outcome: {self.claim} ({self.evidence}) is {self.level!s} with outcome "
+                             f"{self.outcome!s} and reason {self.reason!r}: an inconclusive verdict needs an outcome "
+                             f"other than the criteria and its reason, any other none (a verdict recorded before "
+                             f"outcomes were stored: remove <artifacts>/verdicts, e.g. _extra/verdicts, and build "
+                             f"again)")
+
+    def undecided(self, outcome: Outcome, detail: str = "") -> Verdict:
+        """This verdict made inconclusive for ``outcome`` (not ``CRITERIA``), its reason ``"<outcome>: <detail>"``."""
+        if outcome is Outcome.CRITERIA:
+            raise ValueError("outcome: an undecided verdict needs a reason other than the criteria")
+        return dataclasses.replace(self, level=Level.INCONCLUSIVE, outcome=outcome,
+                                   reason=f"{outcome}: {detail.strip()}" if detail.strip() else str(outcome))
 
     def stamped(self, profile: str) -> Verdict:
         """This verdict with ``recorded`` set to now and ``profile`` set."""
@@ -148,31 +176,34 @@ class Verdict:
 
     def summary(self) -> str:
         """The numbers the rule used, e.g. ``"max_error = 4.4e-16; instances = 200"``, then the control's."""
-        text = _numbers_text(self.numbers)
+        text = numbers_text(self.numbers)
         if self.control_level:
-            text += f" | control ({self.control_level}): {_numbers_text(self.control)}"
+            text += f" | control ({self.control_level}): {numbers_text(self.control)}"
         return text
 
     def label(self) -> str:
         """The level with its qualification, e.g. ``"inconclusive (the control passes too)"`` or
         ``"verified (reduced protocol: steps 450 < 1500)"``."""
-        return f"{self.level} ({self.qualification()})" if self.qualification() else self.level
+        return f"{self.level} ({self.qualification()})" if self.qualification() else str(self.level)
 
     def qualification(self) -> str:
         """What :meth:`label` adds to the level: why it is inconclusive (:attr:`reason`), else the reduced protocol
         it was reached under (``"reduced protocol: steps 450 < 1500"``), else ``""``."""
-        if self.reason:
-            return self.reason
-        return f"reduced protocol: {'; '.join(self.reduced)}" if self.reduced else ""
+        head, detail = self.qualification_parts()
+        return f"{head}: {detail}" if head and detail else head
+
+    def qualification_parts(self) -> tuple[str, str]:
+        """:meth:`qualification` as ``(head, detail)``: the head is the :class:`Outcome`'s words (``"reduced
+        protocol"`` also for a verdict decided under a reduced protocol), the detail what follows it; ``("", "")``
+        for a verdict with no qualification."""
+        if self.outcome is not Outcome.CRITERIA:
+            return str(self.outcome), self.reason[len(self.outcome) + 2:]
+        return (str(Outcome.REDUCED_PROTOCOL), "; ".join(self.reduced)) if self.reduced else ("", "")
 
     def number_pairs(self, control: bool = False) -> tuple[tuple[str, str], ...]:
         """The numbers the rule used (``control=True``: its control's) as ``(name, value)`` pairs, each value
         written as :meth:`summary` writes it, e.g. ``(("max_error", "4.4e-16"), ("instances", "200"))``."""
-        return tuple((k, _fmt(v)) for k, v in (self.control if control else self.numbers).items())
-
-
-def _numbers_text(numbers: dict[str, float]) -> str:
-    return "; ".join(f"{k} = {_fmt(v)}" for k, v in numbers.items())
+        return tuple((k, number_text(v)) for k, v in (self.control if control else self.numbers).items())
 
 
 @dataclass(frozen=True)
@@ -279,13 +310,13 @@ class Rule:
             out[f.name] = int(value) if isinstance(value, _numbers.Integral) else float(value)
         return out
 
-    def level(self, measures: object) -> str:
+    def level(self, measures: object) -> Level:
         """What the criteria alone give for ``measures``: verified, partly verified or not reproduced."""
         values = self.numbers(measures)
         scores = [(c, c.score(values[c.name])) for c in self.criteria]
         if any(s == 0 and c.required for c, s in scores) or all(s == 0 for _, s in scores):
-            return _RULE_LEVELS[2]
-        return _RULE_LEVELS[0] if all(s == 2 for _, s in scores) else _RULE_LEVELS[1]
+            return Level.NOT_REPRODUCED
+        return Level.VERIFIED if all(s == 2 for _, s in scores) else Level.PARTLY
 
     def _check_control(self, control: object) -> None:
         """Refuse a control that measured nothing: every criterion nan, infinite, or 0 where 0 fails it (an effect
@@ -298,18 +329,18 @@ class Rule:
 
         if all(empty(c) for c in self.criteria):
             raise ValueError(f"control: the control of {self.claim} ({self.evidence}) is 0, nan or infinite on every "
-                             f"criterion ({_numbers_text({c.name: values[c.name] for c in self.criteria})}): it "
+                             f"criterion ({numbers_text({c.name: values[c.name] for c in self.criteria})}): it "
                              f"measures an effect that is absent by construction, so it could never pass. Judge the "
                              f"rule on a null that is measured and would reach the threshold without the effect")
 
-    def judge(self, measures: object, config: Any, *, control: object = None, scope: str = "",
+    def judge(self, measures: object, config: Judged, *, control: object = None, scope: str = "",
               details: str = "", link: str = "", too_small: str = "") -> Verdict:
         """The :class:`Verdict` for ``measures`` measured under ``config``.
 
         Args:
             measures: an instance of :attr:`measures`.
-            config: the run's configuration (:class:`scansnap.results.Config`): its ``protocol()`` is the
-                verdict's protocol, its ``cuts()`` the protocol labels (training and real data only).
+            config: the run's configuration (:class:`Judged`): its ``protocol()`` is the verdict's protocol, its
+                ``cuts()`` the protocol labels (training and real data only).
             control: the same measures on the rule's control (required for training and real data).
             scope: which part of the run, appended to the protocol (e.g. ``"plain SGD, Eqn 7"``).
             details: further measured context, formatted from the run.
@@ -319,7 +350,7 @@ class Rule:
                 criteria give, the verdict is inconclusive with this reason (a rule cannot tell a claim from its
                 alternative on an effect that never happened).
         """
-        level = self.level(measures)
+        level, outcome, detail = self.level(measures), Outcome.CRITERIA, ""
         protocol = config.protocol() + (f"; {scope}" if scope else "")
         if not protocol.strip():
             raise ValueError(f"config: the protocol of {self.claim}'s run is empty")
@@ -331,30 +362,24 @@ class Rule:
             control_level = self.level(control)
             self._check_control(control)
             cuts = tuple(config.cuts())
-            reduced = tuple(phrase for _, phrase in cuts)
-            unknown = sorted(set(self.depends_on) - set(getattr(config, "GATED", ())))
+            reduced = tuple(cut.phrase for cut in cuts)
+            unknown = sorted(set(self.depends_on) - set(config.GATED))
             if unknown:
                 raise ValueError(f"depends_on: the rule for {self.claim} names {unknown}, not gated fields of "
-                                 f"{type(config).__name__} ({', '.join(getattr(config, 'GATED', ())) or 'none'})")
-            needed = [f"{phrase}, which the claim depends on: {self.depends_on[name]}"
-                      for name, phrase in cuts if name in self.depends_on]
-            reason = ""
-            if level != _RULE_LEVELS[2] and _RULE_LEVELS.index(control_level) <= _RULE_LEVELS.index(level):
-                level, reason = INCONCLUSIVE, "the control passes too"
+                                 f"{type(config).__name__} ({', '.join(config.GATED) or 'none'})")
+            needed = [f"{cut.phrase}, which the claim depends on: {self.depends_on[cut.field]}"
+                      for cut in cuts if cut.field in self.depends_on]
+            if level is not Level.NOT_REPRODUCED and control_level.rank <= level.rank:
+                outcome = Outcome.CONTROL_PASSES
             if needed:
-                level, reason = INCONCLUSIVE, "reduced protocol: " + "; ".join(needed)
+                outcome, detail = Outcome.REDUCED_PROTOCOL, "; ".join(needed)
             if too_small.strip():
-                level, reason = INCONCLUSIVE, "effect too small to judge: " + too_small.strip()
+                outcome, detail = Outcome.TOO_SMALL, too_small
             extra = dict(control=self.numbers(control), control_level=control_level, reduced=reduced,
-                         reason=reason, premise=self.premise)
+                         premise=self.premise)
         elif control is not None or too_small:
             what = "control" if control is not None else "too_small"
             raise ValueError(f"{what}: {self.evidence} evidence has no {what} (rule for {self.claim})")
-        return Verdict(self.claim, level, self.evidence, self.text(), self.numbers(measures), protocol.strip(),
+        made = Verdict(self.claim, level, self.evidence, self.text(), self.numbers(measures), protocol.strip(),
                        details.strip(), link, **extra)
-
-
-def _fmt(v: float) -> str:
-    if isinstance(v, int):
-        return str(v)
-    return f"{v:.3g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
+        return made if outcome is Outcome.CRITERIA else made.undecided(outcome, detail)

@@ -117,8 +117,8 @@ def _check_executed(chapter: Path, nb, build: Path, profile: str, recheck: Path 
     glued = set(re.findall(r"```\{glue:figure\} (\S+)", chapter.read_text()))
     assert glued <= {r.id for r in records}, "every figure shown must be saved with its data"
     for record in records:
-        if record.profile != profile:  # shown from a store (book.evidence): `evidence verify` re-runs it, not this
-            assert "stored evidence made" in record.protocol and record.profile == "paper", record.id
+        if record.profile != profile:  # shown from a store (book.stored): `store verify` re-runs it, not this
+            assert "stored run made" in record.protocol and record.profile == "paper", record.id
             continue
         if recheck is not None:
             # `reproduce --check` against what the chapter published (tests/test_cli.py: it fails on tampered data)

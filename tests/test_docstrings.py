@@ -52,12 +52,13 @@ EXEMPT = {
     "scansnap.closure": "which library sources a page can run (the page cache)",
     "scansnap.manifest": "the one registry of chapters and experiments (data): no result of the paper",
     "scansnap.device": "where the trainers compute (SCANSNAP_DEVICE, --device): no result of the paper",
-    "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored evidence)",
-    "scansnap.evidence": "stored evidence: long runs made once, stored with provenance, checked by the build",
+    "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored runs)",
+    "scansnap.store": "stored runs: long runs made once, stored with provenance, checked by the build",
     "scansnap.cli": "the command line (python -m scansnap)",
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",
     "scansnap.criteria": "a verdict rule's criterion and thresholds (DESIGN.md, the claims ledger)",
+    "scansnap.outcomes": "a verdict's level and outcome as types, and how it writes numbers (the claims ledger)",
     "scansnap.findings": "the page What this book found (book/found.md), read from the ledger",
     "scansnap.tallies": "the ledger's two tallies (theory's model; training and real data) for every summary",
     "scansnap.figures": "the figure gallery, figure provenance and citations (book/figures.md)",
@@ -171,7 +172,7 @@ def test_api_is_found() -> None:
 
 
 # Docstrings owed: public functions allowed to lack one, each with its reason (none: since the store hash covers the
-# docstring-free syntax of what a run executes, scansnap.codehash, a docstring never makes stored evidence stale).
+# docstring-free syntax of what a run executes, scansnap.codehash, a docstring never makes a stored run stale).
 OWED: dict[str, str] = {}
 
 

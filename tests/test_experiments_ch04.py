@@ -121,7 +121,7 @@ def test_eqn10_result_and_verdict(eqn10: eq.Eqn10Result) -> None:
 
 def test_eqn10_is_judged_at_the_papers_horizon_in_the_book() -> None:
     assert eq.Eqn10Config.preset("book") == eq.Eqn10Config.preset("paper") and eq.Eqn10Config().checkpoints[-1] == 2000
-    assert eq.Eqn10Config.preset("smoke").cuts()[0][0] == "checkpoints"
+    assert eq.Eqn10Config.preset("smoke").cuts()[0].field == "checkpoints"
 
 
 def test_assumption2_test() -> None:

@@ -18,7 +18,7 @@ from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import ch08_wikitext as ch8  # noqa: E402
 from scansnap.experiments import wikitext_figures as figs  # noqa: E402
 from scansnap.experiments import wikitext_snap as ws  # noqa: E402
-from scansnap.experiments.wikitext_as_run import snap_verdicts  # noqa: E402
+from scansnap.experiments.wikitext_as_run import TrainText, snap_verdicts  # noqa: E402
 
 DATA = wikitext_found().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
 pytestmark = needs_wikitext()
@@ -87,14 +87,14 @@ def test_seeds_in_separate_processes_give_the_same_runs(freeze, monkeypatch) -> 
 
 
 def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freeze, tmp_path: Path) -> None:
-    """The first steps of the same runs (every seed) reproduce the stored checkpoints exactly (what `evidence verify`
+    """The first steps of the same runs (every seed) reproduce the stored checkpoints exactly (what `store verify`
     relies on: nothing in a run depends on its total length), and a store with an altered map fails."""
-    from scansnap import evidence
+    from scansnap import store
 
-    folder = evidence.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke",
+    folder = store.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke",
                             root=tmp_path, allow_dirty=True)
     # a store made now records no absolute path of this machine (the data folder, the checkout, the temp folder)
-    from test_evidence_paths import absolute_paths
+    from test_store_paths import absolute_paths
 
     texts = (folder / "provenance.json").read_text() + freeze.result.note
     assert not absolute_paths(texts), absolute_paths(texts)
@@ -102,15 +102,15 @@ def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freez
     assert (prefix.steps, prefix.every, prefix.shown, prefix.window, prefix.seeds) == (
         5, 5, (0, 5), 5, freeze.config.seeds[:1])  # exactly the compared steps, checkpointed at 0 and 5 only
     assert {k.split(".")[0] for k in ch8.freeze_checkpoints(freeze.result)} == {"seed1", "seed2"}
-    assert evidence.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path, rtol=0, atol=0) == []
-    folder = tmp_path / "evidence" / "ch8-freeze" / "smoke"
+    assert store.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path, rtol=0, atol=0) == []
+    folder = tmp_path / "stores" / "ch8-freeze" / "smoke"
     with np.load(folder / "result.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
     key = next(k for k in arrays if k.endswith("probe_maps"))
     arrays[key] = arrays[key] * 1.001
     np.savez(folder / "result.npz", **arrays)
-    with pytest.raises(evidence.TamperedEvidenceError, match="probe_maps"):
-        evidence.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path)
+    with pytest.raises(store.TamperedStoreError, match="probe_maps"):
+        store.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path)
 
 
 def test_snap_verdicts_are_c40a_c40b_p2_p3_from_both_experiments_each_against_its_control(freeze, deep) -> None:
@@ -139,9 +139,10 @@ def test_paper_profile_trains_on_held_in_articles_when_train_txt_is_missing() ->
     assert (c.train_split, c.eval_split, c.steps, c.seeds) == ("train", "valid", 1500, (1, 2, 3))
     train, held, note = c.splits()
     assert (train, held) == (lm_train.ARTICLES, lm_train.HELDOUT) and "could NOT train" in note  # no train.txt here
-    assert "every 10th article" in c.protocol()  # and the smaller training text gates a negative verdict:
-    assert c.shortfall() == ("trained on valid + test less the held-out articles: train.txt is missing (paper profile: "
-                             "train.txt)",)
+    assert "every 10th article" in c.protocol()  # and the smaller training text labels its verdicts (not the config:
+    assert c.shortfall() == () and TrainText.here(c).judged(c).shortfall() == (  # how the run was made)
+        "trained on valid + test less the held-out articles: train.txt was missing when the run was made (paper "
+        "profile: train.txt)",)
     data, note = c.replace(eval_sequences=20).corpus()
     assert data.vocab.unk == "<unk>" and len(data.vocab) > 15_000 and "full vocabulary" in note
     assert 0.05 < len(data.heldout_ids) / (len(data.heldout_ids) + len(data.train_ids)) < 0.12

@@ -4,7 +4,6 @@ rates, each against the runs at step 0."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -18,6 +17,7 @@ from scansnap import claims, experiments, lm_converge, wikitext  # noqa: E402
 from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import wikitext_rates as wr  # noqa: E402
 from scansnap.experiments import wikitext_steady as wst  # noqa: E402
+from scansnap.experiments.wikitext_as_run import MISSING, TrainText  # noqa: E402
 
 DATA = wikitext_found().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
 needs_data = needs_wikitext()
@@ -62,21 +62,21 @@ def test_seeds_in_separate_processes_give_the_same_runs(made, monkeypatch) -> No
 
 @needs_data
 def test_a_stored_grid_verifies_by_its_prefix_and_a_tampered_one_fails(made, tmp_path: Path, _data) -> None:
-    from scansnap import evidence
+    from scansnap import store
 
-    evidence.store(ch8r.RATES, made.config, made.result, made.wall_time_s, profile="smoke", root=tmp_path,
+    store.store(ch8r.RATES, made.config, made.result, made.wall_time_s, profile="smoke", root=tmp_path,
                    allow_dirty=True)
     prefix = wr.rates_prefix(made.config, 3)
     assert (prefix.steps, prefix.every, prefix.seeds, prefix.lrs) == (3, 3, made.config.seeds[:1], made.config.lrs)
-    assert evidence.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path, rtol=0, atol=0) == []
-    folder = tmp_path / "evidence" / "ch8-rates" / "smoke"
+    assert store.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path, rtol=0, atol=0) == []
+    folder = tmp_path / "stores" / "ch8-rates" / "smoke"
     with np.load(folder / "result.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
     key = next(k for k in arrays if k.endswith("train_loss"))
     arrays[key] = arrays[key] * 1.001
     np.savez(folder / "result.npz", **arrays)
-    with pytest.raises(evidence.TamperedEvidenceError, match="train_loss"):
-        evidence.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path)
+    with pytest.raises(store.TamperedStoreError, match="train_loss"):
+        store.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path)
 
 
 def _result(floor: np.ndarray, config: wr.RatesConfig | None = None, eta_t_only: bool = False,
@@ -117,8 +117,8 @@ def test_c41_fails_when_the_entropy_depends_on_eta_t_only_and_labels_a_cut_run_b
     only = _result(_grid([1.5] * 5), eta_t_only=True)
     (v,) = ch8r.rates_verdicts(only)
     assert v.numbers["in_order"] == 1 and v.numbers["in_order_matched"] < 0.9 and v.level == "not reproduced"
-    (cut,) = ch8r.rates_verdicts(replace(only, note="train.txt is not in /x: could NOT train on it as the paper did"))
-    assert cut.level == "not reproduced" and "train.txt was missing" in cut.label()  # labelled, not inconclusive
+    (cut,) = ch8r.rates_verdicts(only, TrainText(False))  # made without train.txt: labelled, not inconclusive
+    assert cut.level == "not reproduced" and cut.reduced[0] == MISSING and "train.txt was missing" in cut.label()
 
 
 def test_c41_leaves_the_degenerate_regime_out_and_is_inconclusive_with_too_few_rates() -> None:

@@ -21,6 +21,7 @@ from scansnap.experiments import ch09_positions as pos9  # noqa: E402
 from scansnap.experiments import heads_rules  # noqa: E402
 from scansnap.model_options import ModelOptions, OptionsModel  # noqa: E402
 from scansnap.theory import residual as res  # noqa: E402
+from scansnap.verdicts import Outcome  # noqa: E402
 
 
 def _claims(verdicts) -> list[tuple[str, str]]:
@@ -96,9 +97,10 @@ def test_a_flow_outside_c33a_premise_is_inconclusive(tmp_path: Path) -> None:
     met), whatever its criteria give."""
     made = experiments.make(fates9.FLOW, fates9.FlowConfig(steps=20, shared=(1.0,)), profile="smoke", out=tmp_path)
     m = fates9.flow_fates(made.result)
-    assert m.cross_share_initial > fates9.C33A_BAR and fates9.premise_unmet(m).startswith("premise not met")
+    assert m.cross_share_initial > fates9.C33A_BAR and fates9.premise_unmet(m).startswith("C33a's decoupling")
     [v] = fates9.FLOW.verdicts(made.result)
-    assert v.level == "inconclusive" and v.reason.startswith("premise not met: C33a's decoupling")
+    assert (v.level, v.outcome) == ("inconclusive", Outcome.PREMISE_NOT_MET)
+    assert v.reason.startswith("premise not met: C33a's decoupling")
     assert fates9.premise_unmet(dataclasses.replace(m, cross_share_initial=0.01)) == ""
 
 

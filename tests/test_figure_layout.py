@@ -1,5 +1,5 @@
 """scansnap.figure_layout: the layout check itself, then every figure of the book (smoke profile, and the stored
-evidence of Chapter 8 as the book shows it): no two texts overlap, no text leaves the figure or enters another
+runs of Chapter 8 as the book shows them): no two texts overlap, no text leaves the figure or enters another
 panel, every legend names its series."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from conftest import names  # noqa: E402
 
-from scansnap import evidence, experiments, figure_layout, results, wikitext  # noqa: E402
+from scansnap import experiments, figure_layout, results, store, wikitext  # noqa: E402
 from scansnap.experiments.ch08_wikitext import WikiConfig  # noqa: E402
 
 
@@ -129,7 +129,7 @@ def test_check_raises_naming_the_figure_and_bad_tol_is_named() -> None:
 
 # Every figure of the book ---------------------------------------------------------------------------------------
 
-STORED = {exp_id for exp_id, profile in evidence.stored_ids() if profile == "paper"}
+STORED = {exp_id for exp_id, profile in store.stored_ids() if profile == "paper"}
 CASES = [(fig_id, "smoke") for fig_id in experiments.figure_ids()]
 CASES += [(fig_id, "stored") for fig_id in experiments.figure_ids() if experiments.owner(fig_id).id in STORED]
 
@@ -137,11 +137,11 @@ CASES += [(fig_id, "stored") for fig_id in experiments.figure_ids() if experimen
 @cache
 def _result(exp_id: str, source: str) -> object:
     """The result a figure is drawn from, made once per test session: the experiment at its smoke preset, or the
-    stored evidence (the run the book shows, read without the staleness check: its figures are drawn by the current
+    stored run (the run the book shows, read without the staleness check: its figures are drawn by the current
     code)."""
     exp = experiments.get(exp_id)
     if source == "stored":
-        return evidence.read(exp, "paper").result
+        return store.read(exp, "paper").result
     config = exp.config.preset("smoke")
     if isinstance(config, WikiConfig):
         splits = (config.train_split, config.eval_split)

@@ -95,7 +95,7 @@ BOTTOM = ("scansnap._checks", "scansnap._io", "scansnap._threads", "scansnap.pro
           "scansnap.model", "scansnap.metrics", "scansnap.figures", "scansnap.verdicts", "scansnap.claims",
           "scansnap.results", "scansnap.provenance", "scansnap.closure")
 TOP = ("scansnap.cli", "scansnap.__main__", "scansnap.book", "scansnap.ledger", "scansnap.ledger_page",
-       "scansnap.evidence")
+       "scansnap.store")
 
 
 def test_layers_point_down() -> None:

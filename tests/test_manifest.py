@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import names
 
-from scansnap import evidence, experiments, manifest
+from scansnap import experiments, manifest, store
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,7 +51,7 @@ def test_the_rules_are_the_locked_rules() -> None:
 
 def test_stored_entries_are_the_stores() -> None:
     assert sorted(e.id for e in manifest.entries().values() if e.stored) == sorted(
-        {eid for eid, _ in evidence.stored_ids()})
+        {eid for eid, _ in store.stored_ids()})
 
 
 def test_chapters_are_the_tables_chapters() -> None:

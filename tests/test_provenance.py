@@ -30,3 +30,12 @@ def test_git_commit_in_checkout() -> None:
 
 def test_git_commit_outside_checkout(tmp_path: Path) -> None:
     assert provenance.git_commit(tmp_path) == "unknown"
+
+
+def test_the_checkout_is_read_once_typed() -> None:
+    """One git reader: the commit string of a store or figure and the ledger's short commit come from one
+    :class:`provenance.Checkout`; a dirty checkout is a flag, not a suffix to search for."""
+    assert str(provenance.Checkout("0123abc", dirty=True)) == "0123abc+dirty"
+    assert str(provenance.Checkout("0123abc")) == "0123abc" and str(provenance.Checkout("unknown")) == "unknown"
+    state = provenance.checkout()
+    assert str(state) == provenance.git_commit() and (state.dirty is False or str(state).endswith("+dirty"))

@@ -14,7 +14,7 @@ from scansnap import book, claims, verdict_table
 from scansnap._ledger_assets import LEVEL_COLOURS
 from scansnap._ledger_assets import STYLE as LEDGER_STYLE
 from scansnap.verdict_table import STYLE, VerdictTable, reasons
-from scansnap.verdicts import INCONCLUSIVE, LEVELS, Rule, Verdict, at_most
+from scansnap.verdicts import INCONCLUSIVE, LEVELS, Outcome, Rule, Verdict, at_most
 
 
 @pytest.fixture(autouse=True)
@@ -129,7 +129,8 @@ def test_rows_follow_the_ledger_and_keep_the_last_verdict_of_a_kind() -> None:
 
 def test_every_text_is_escaped() -> None:
     evil = Verdict("C1", INCONCLUSIVE, "training-population", "rule", {"a<b": 1.0}, control={"a<b": 1.0},
-                   control_level="verified", reason="effect too small to judge: <script>alert(1)</script> & more")
+                   control_level="verified", reason="effect too small to judge: <script>alert(1)</script> & more",
+                   outcome=Outcome.TOO_SMALL)
     out = VerdictTable.of([evil], {"C1": "verified"}, ledger='x"y.html')._repr_html_()
     assert "<script>" not in out and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; more" in out
     assert "a&lt;b" in out and "a<b" not in out

@@ -140,7 +140,7 @@ def test_every_training_rule_labels_a_reduced_protocol_in_both_directions(rule: 
     refute is a bias)."""
     reduced = Gated.preset("smoke")
     assert reduced.shortfall() == ("steps 10 (paper profile: 100)", "vocab 50 (paper profile: no limit)")
-    assert [f for f, _ in reduced.cuts()] == ["steps", "vocab"]
+    assert [(c.field, c.value, c.paper) for c in reduced.cuts()] == [("steps", 10, 100), ("vocab", 50, None)]
     plain = dataclasses.replace(rule, depends_on={})
     failing = _judge(plain, _measures(rule, 0), config=reduced)
     assert (failing.level, failing.reason) == ("not reproduced", "")

@@ -166,8 +166,8 @@ def make(
 def publish(exp: Experiment, config: Any, result: Any, wall_time_s: float, *, profile: str, out: Path | None = None,
             protocol: str | None = None) -> Made:
     """Save ``result`` (made by ``exp.run(config)`` in ``wall_time_s`` seconds) and make and save every figure of
-    ``exp`` from it: what :func:`make` does after the run, and what a page does with stored evidence
-    (:func:`scansnap.evidence.load`). ``protocol``: the figures' protocol text (default ``config.protocol()``)."""
+    ``exp`` from it: what :func:`make` does after the run, and what a page does with a stored run
+    (:func:`scansnap.store.load`). ``protocol``: the figures' protocol text (default ``config.protocol()``)."""
     folder = artifacts_dir() if out is None else Path(out)
     results.save(result, folder / "results" / f"{exp.id}.npz")
     made_figures, records = {}, {}

@@ -27,6 +27,7 @@ from scansnap import stats
 from scansnap._checks import check_array
 from scansnap._io import source_checkout
 from scansnap.experiments.sparsity_rules import shares
+from scansnap.verdicts import number_text as num
 
 __all__ = ["DATA_FILE", "AuthorsFig4", "ComparisonRow", "comparison", "comparison_markdown", "load_authors_fig4",
            "parse_figure4_log"]
@@ -148,9 +149,6 @@ def comparison(attention: object, loss: object, seeds: object, authors: AuthorsF
 
 def comparison_markdown(rows: list[ComparisonRow], seed: int) -> str:
     """``rows`` as a Markdown table for Chapter 5 (the authors' missing numbers read "not in the log")."""
-
-    def num(v: float) -> str:
-        return f"{v:.3g}" if abs(v) >= 1e-3 else f"{v:.2e}"
 
     lines = [f"| quantity | book: mean [95% interval] over seeds | book: range over seeds | book, seed {seed} | "
              f"authors, seed {seed} |", "|---|---|---|---|---|"]

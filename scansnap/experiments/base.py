@@ -75,8 +75,8 @@ class Experiment(Generic[C, R]):
         work: config -> units of progress ``run`` reports.
         prefix: (config, steps) -> the configuration of the same run's first ``steps`` steps exactly (same seeds;
             a checkpoint at step 0 and one at ``steps`` suffice), or None when the run has no steps to cut;
-            ``python -m scansnap evidence verify`` re-runs that prefix of a stored run, and the functions it executes
-            are the ones a store's code hash covers (:mod:`scansnap.evidence`).
+            ``python -m scansnap store verify`` re-runs that prefix of a stored run, and the functions it executes
+            are the ones a store's code hash covers (:mod:`scansnap.store`).
         checkpoints: result -> ``{name: (steps, values)}``: the values of each measured curve at the steps it
             was measured (``values`` with the steps on its first axis); what ``verify`` compares at the steps
             both runs have.

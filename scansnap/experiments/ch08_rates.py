@@ -16,7 +16,6 @@ whether the runs converged is read by a rule noise cannot trigger and labels the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,7 +24,7 @@ from matplotlib.figure import Figure
 from scansnap import figures, lm_converge, stats, token_stats
 from scansnap.experiments import wikitext_steady as wst
 from scansnap.experiments.base import Experiment, FigureSpec
-from scansnap.experiments.wikitext_as_run import AsRun
+from scansnap.experiments.wikitext_as_run import TrainText
 from scansnap.experiments.wikitext_rates import (
     DeepRatesConfig,
     RatesConfig,
@@ -35,6 +34,7 @@ from scansnap.experiments.wikitext_rates import (
     rates_work,
     run_rates,
 )
+from scansnap.results import Cut
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
 
@@ -157,39 +157,18 @@ RULE_X7 = Rule("X7", "real-data", RateOrder, _criteria("first layer of the multi
                control=_CONTROL, note=_NOTE + " The book's extension of C41 (the paper made no multi-layer Figure 10).")
 
 
-@dataclass(frozen=True)
-class _WithCuts:
-    """A configuration (an :class:`AsRun`) with further cuts named by the analysis (e.g. not converged)."""
-
-    config: Any
-    extra: tuple[tuple[str, str], ...]
-
-    def __getattr__(self, name: str) -> Any:
-        if name in ("config", "extra"):
-            raise AttributeError(name)
-        return getattr(self.config, name)
-
-    def protocol(self) -> str:
-        return self.config.protocol()
-
-    def cuts(self) -> tuple[tuple[str, str], ...]:
-        return tuple(self.config.cuts()) + self.extra
-
-    def shortfall(self) -> tuple[str, ...]:
-        return tuple(phrase for _, phrase in self.cuts())
-
-
-def convergence_cut(r: RatesResult, steady: np.ndarray) -> tuple[tuple[str, str], ...]:
+def convergence_cut(r: RatesResult, steady: np.ndarray) -> tuple[Cut, ...]:
     """The label of runs that had not converged by :data:`STEADY` where they stopped (empty when all had)."""
     done = int((steady >= 0).sum())
     if done == steady.size:
         return ()
-    return (("convergence", f"not trained to convergence: by a convergence rule noise cannot trigger (fixed after "
-                            f"the stored curves were seen) {done} of {steady.size} runs had converged where they "
-                            f"stopped (steps {int(r.stop.min())}-{int(r.stop.max())}; paper: until convergence)"),)
+    return (Cut("convergence", f"{done} of {steady.size} converged", "until convergence",
+                f"not trained to convergence: by a convergence rule noise cannot trigger (fixed after the stored "
+                f"curves were seen) {done} of {steady.size} runs had converged where they stopped (steps "
+                f"{int(r.stop.min())}-{int(r.stop.max())}; paper: until convergence)"),)
 
 
-def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
+def _verdict(rule: Rule, r: RatesResult, link: str, train: TrainText | None) -> Verdict:
     c, j = r.config, judged(r)
     ends = {lm_converge.STATUS[s]: int((r.status == s).sum()) for s in range(3)}
     details = (f"data: {r.note}; runs by the stopping rule they ran under: {ends}; by the rule noise cannot trigger "
@@ -202,19 +181,21 @@ def _verdict(rule: Rule, r: RatesResult, link: str) -> Verdict:
     fine = len(c.lrs) - len(j.degenerate)
     too_small = (f"only {fine} of {len(c.lrs)} rates outside the degenerate regime ({c.min_rates} needed); measured "
                  f"on every rate" if fine < c.min_rates else "")
-    config = _WithCuts(AsRun(c, r.note), convergence_cut(r, j.steady))
+    config = (train or TrainText.here(c)).judged(c, *convergence_cut(r, j.steady))
     return rule.judge(j.order, config, control=j.control, details=details, link=link, too_small=too_small,
                       scope=f"{rule.claim}: {c.layers}-layer runs, first layer")
 
 
-def rates_verdicts(r: RatesResult) -> list[Verdict]:
-    """C41 from the 1-layer runs against the same runs at step 0."""
-    return [_verdict(RULE_C41, r, RATES.link("fig-paper-10"))]
+def rates_verdicts(r: RatesResult, train: TrainText | None = None) -> list[Verdict]:
+    """C41 from the 1-layer runs against the same runs at step 0; ``train``: the training text the runs had
+    (:class:`~scansnap.experiments.wikitext_as_run.TrainText`; default: this machine's, for runs made here)."""
+    return [_verdict(RULE_C41, r, RATES.link("fig-paper-10"), train)]
 
 
-def deep_verdicts(r: RatesResult) -> list[Verdict]:
-    """X7 from the multi-layer runs (first layer) against the same runs at step 0."""
-    return [_verdict(RULE_X7, r, RATES_DEEP.link("fig-ch8-rates-deep"))]
+def deep_verdicts(r: RatesResult, train: TrainText | None = None) -> list[Verdict]:
+    """X7 from the multi-layer runs (first layer) against the same runs at step 0 (``train``: as
+    :func:`rates_verdicts`)."""
+    return [_verdict(RULE_X7, r, RATES_DEEP.link("fig-ch8-rates-deep"), train)]
 
 
 def rates_table(r: RatesResult) -> dict[str, np.ndarray]:

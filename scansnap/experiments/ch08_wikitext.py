@@ -107,13 +107,6 @@ class WikiConfig(Config):
                 "those held-out articles")
         return self.train_split, self.eval_split, ""
 
-    def cuts(self) -> tuple[tuple[str, str], ...]:
-        """:meth:`scansnap.results.Config.cuts`, plus the training text when ``train.txt`` is missing: the paper
-        trains on its 2M tokens, a run here on about a fifth of that (a cut of ``train_split``)."""
-        cut = self.train_split == "train" and bool(self.splits()[2])
-        return super().cuts() + ((("train_split", "trained on valid + test less the held-out articles: train.txt "
-                                   "is missing (paper profile: train.txt)"),) if cut else ())
-
     def data_protocol(self) -> str:
         """The data and model of a run, in words (the common part of Chapter 8's protocols)."""
         train, held, _ = self.splits()
@@ -320,7 +313,7 @@ def freeze_work(c: FreezeConfig) -> int:
 
 def freeze_prefix(c: FreezeConfig, steps: int) -> FreezeConfig:
     """The first ``steps`` steps of the first seed's run, checkpointed at step 0 and at ``steps`` only (at least 2
-    steps): what ``python -m scansnap evidence verify`` re-runs of a stored Figure 7 (the other seeds differ by
+    steps): what ``python -m scansnap store verify`` re-runs of a stored Figure 7 (the other seeds differ by
     their seed alone, and their arrays are held by their digests). Nothing in a run depends on its length or on
     where it is checkpointed (a checkpoint measures in eval mode and draws no random number), so the prefix's step
     0 and training losses equal the stored ones."""
@@ -342,7 +335,7 @@ def trajectory_checkpoints(key: object, tr: lm_train.Trajectory) -> dict[str, tu
 
 
 def freeze_checkpoints(r: FreezeResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """:func:`trajectory_checkpoints` of every seed (``"seed<s>.<curve>"``): what ``evidence verify`` compares."""
+    """:func:`trajectory_checkpoints` of every seed (``"seed<s>.<curve>"``): what ``store verify`` compares."""
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for seed, tr in zip(r.config.seeds, r.runs, strict=True):
         out |= trajectory_checkpoints(f"seed{seed}", tr)

@@ -16,7 +16,6 @@ queries (locally distinct, globally common) and a token is common among the clas
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -33,7 +32,7 @@ from scansnap.experiments.ch09_beyond import RULE_C33A
 from scansnap.model_options import ModelOptions, head_params
 from scansnap.results import Config
 from scansnap.theory import residual as res
-from scansnap.verdicts import INCONCLUSIVE, Rule, Verdict, at_least
+from scansnap.verdicts import Outcome, Rule, Verdict, at_least
 
 
 @dataclass(frozen=True)
@@ -312,11 +311,12 @@ RULE_C33B_FLOW = Rule("C33b", "simulation", FlowFates, (
 
 
 def premise_unmet(m: FlowFates) -> str:
-    """Why C33b cannot be judged on the flow ``m`` ("" when it can): C33b is the consequence of C33a's decoupling, so
+    """Why C33b cannot be judged on the flow ``m`` (the detail of :attr:`scansnap.outcomes.Outcome.PREMISE_NOT_MET`;
+    "" when it can): C33b is the consequence of C33a's decoupling, so
     a family whose cross-query share at ``Z = 0`` exceeds C33a's bar is outside the claim's premise."""
     if m.cross_share_initial <= C33A_BAR:
         return ""
-    return (f"premise not met: C33a's decoupling (cross-query share of the velocity at Z = 0 at most {C33A_BAR:g}; "
+    return (f"C33a's decoupling (cross-query share of the velocity at Z = 0 at most {C33A_BAR:g}; "
             f"{m.cross_share_initial:.3g} on the family judged, shared-token weight {m.shared:g})")
 
 
@@ -326,7 +326,7 @@ def flow_verdicts(r: FlowResult) -> list[Verdict]:
     m = flow_fates(r)
     v = RULE_C33B_FLOW.judge(m, r.config, link=FLOW.link("training-local-or-global-fates"))
     why = premise_unmet(m)
-    return [dataclasses.replace(v, level=INCONCLUSIVE, reason=why) if why else v]
+    return [v.undecided(Outcome.PREMISE_NOT_MET, why) if why else v]
 
 
 FLOW = Experiment(id="ch9-flow", config=FlowConfig, result=FlowResult, run=run_flow,

@@ -4,8 +4,8 @@
 configure :func:`run_rates`, which trains every (learning rate, seed) run with
 :func:`scansnap.lm_converge.train_to_convergence` and gathers the runs in a :class:`RatesResult`. The experiments,
 figures and verdicts that read these results live in :mod:`scansnap.experiments.ch08_rates`; this module holds only
-what makes a run, so that a stored run (``evidence/ch8-rates/paper``) stays current while its figure or rule is
-edited (its code hash covers the functions the run executes, :func:`scansnap.evidence.code`).
+what makes a run, so that a stored run (``stores/ch8-rates/paper``) stays current while its figure or rule is
+edited (its code hash covers the functions the run executes, :func:`scansnap.store.code`).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def rates_work(c: RatesConfig) -> int:
 def rates_prefix(c: RatesConfig, steps: int) -> RatesConfig:
     """Figure 10's grid cut to the first ``steps`` steps of the first seed's run at every rate, measured at step 0 and
     at ``steps`` only:
-    what ``python -m scansnap evidence verify`` re-runs (a run's steps do not depend on its cap or on where it is
+    what ``python -m scansnap store verify`` re-runs (a run's steps do not depend on its cap or on where it is
     measured)."""
     n = max(1, min(steps, c.steps))
     return replace(c, steps=n, every=n, seeds=c.seeds[:1], min_steps=n)
@@ -181,7 +181,7 @@ def rates_prefix(c: RatesConfig, steps: int) -> RatesConfig:
 
 def rates_checkpoints(r: RatesResult) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Figure 10's checkpoints: every run's held-out curves at its measurements and its training loss at every
-    step, named ``"lr<rate>.seed<s>.<curve>"``: what ``evidence verify`` compares."""
+    step, named ``"lr<rate>.seed<s>.<curve>"``: what ``store verify`` compares."""
     c, out = r.config, {}
     for i, lr in enumerate(c.lrs):
         for j, seed in enumerate(c.seeds):

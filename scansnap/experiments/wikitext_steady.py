@@ -1,7 +1,7 @@
 """Figure 10's stored runs read again (issue 26): a convergence rule that noise cannot trigger, the entropy at
 matched ``eta * t``, the null in which the entropy depends on ``eta * t`` only, and the degenerate regime.
 
-The stored runs (``evidence/ch8-rates``) stopped by :class:`scansnap.lm_converge.Convergence`, which stops when the
+The stored runs (``stores/ch8-rates``) stopped by :class:`scansnap.lm_converge.Convergence`, which stops when the
 held-out loss improves by less than 1% over the last fifth of the run: with 50-step held-out differences of 1.25-2%
 (one standard deviation) that rule stops on noise (5 of 15 runs stopped on an uptick). :class:`SteadyStop` is the
 rule fixed for a re-run: the held-out loss **smoothed** over ``width`` measurements must fail to beat its best so far

@@ -1,8 +1,8 @@
-"""Stored evidence: a run too long for the build, made once, stored with its provenance, checked by the build.
+"""Stored runs: a run too long for the build, made once, stored with its provenance, checked by the build.
 
 A run at the paper's protocol can take an hour on a 2-core machine; the book's build has minutes. Such a run
 is made once (``python -m scansnap reproduce <figure-id> --profile paper --store``) and stored under
-``evidence/<experiment-id>/<profile>/`` at the root of the book's checkout:
+``stores/<experiment-id>/<profile>/`` at the root of the book's checkout:
 
 * ``result.npz``: the typed result (:func:`scansnap.results.save`): the curves and checkpointed maps the
   figures, tables and verdicts read, never model weights;
@@ -15,10 +15,10 @@ A store holds what the run computes; measures, rules, figures and prose are comp
 code hash covers only what the run executes, at the grain of functions: a docstring, a comment, a rule, a figure or
 a page edit leaves hours of stored runs current, and a one-token change of the run's arithmetic makes them stale.
 
-A page shows it with :func:`scansnap.book.evidence`, which calls :func:`load`: a store whose configuration or
-library hash differs from the current code raises :class:`StaleEvidenceError` (naming the store and the command that
-refreshes it), so the strict build fails rather than show stale evidence; an array whose digest differs raises
-:class:`TamperedEvidenceError`. :func:`verify` re-runs the first steps of a stored run from its recorded seeds
+A page shows it with :func:`scansnap.book.stored`, which calls :func:`load`: a store whose configuration or
+library hash differs from the current code raises :class:`StaleStoreError` (naming the store and the command that
+refreshes it), so the strict build fails rather than show a stale run; an array whose digest differs raises
+:class:`TamperedStoreError`. :func:`verify` re-runs the first steps of a stored run from its recorded seeds
 (:attr:`scansnap.experiments.base.Experiment.prefix`: exactly the compared steps) and compares them with the stored
 checkpoints up to :data:`HORIZON` (past it, another machine's float sums have made SGD diverge: the later
 checkpoints are held by their digests, and re-made, not re-compared).
@@ -47,12 +47,14 @@ from scansnap._checks import check_choice, check_int
 from scansnap._io import atomic_write, dump_json, source_checkout
 from scansnap.experiments.base import Experiment
 
-__all__ = ["MAX_BYTES", "DirtyCheckoutError", "Provenance", "StaleEvidenceError", "Stored", "TamperedEvidenceError",
-           "check", "HORIZON", "code", "config_of", "evidence_dir", "load", "read", "size", "store",
+__all__ = ["MAX_BYTES", "DirtyCheckoutError", "Problem", "Provenance", "StaleStoreError", "Stored",
+           "TamperedStoreError",
+           "check", "HORIZON", "code", "config_of", "load", "problems", "read", "read_provenance", "size",
+           "store", "store_dir",
            "stored_ids", "verify"]
 
 MAX_BYTES = 20 * 2**20
-"""The most the whole ``evidence/`` folder may hold in git (``tests/test_evidence.py`` enforces it)."""
+"""The most the whole ``stores/`` folder may hold in git (``tests/test_store.py`` enforces it)."""
 RTOL, ATOL = 1e-4, 1e-6
 """:func:`verify`'s tolerance: a re-run on another CPU (or a GPU against a CPU) differs in the last bits of its
 float sums (about 1e-7 relative at initialization and in the first steps); a wrong seed, rate, text or code
@@ -67,11 +69,11 @@ that made a store, a larger horizon compares more (``--horizon``)."""
 _PACKAGE_ROOT = Path(scansnap.__file__).resolve().parent.parent
 
 
-class StaleEvidenceError(RuntimeError):
-    """Stored evidence made by another configuration or other library code than the current one."""
+class StaleStoreError(RuntimeError):
+    """A stored run made by another configuration or other library code than the current one."""
 
 
-class TamperedEvidenceError(ValueError):
+class TamperedStoreError(ValueError):
     """A stored array whose digest differs from the one its provenance recorded."""
 
 
@@ -102,10 +104,10 @@ class Provenance:
 
     def describe(self) -> str:
         """One paragraph for the page: when, where and in how long, and the command that re-makes it."""
-        return (f"Stored evidence `{self.experiment}` ({self.profile} profile), made on {self.date} on {self.device} "
+        return (f"Stored run `{self.experiment}` ({self.profile} profile), made on {self.date} on {self.device} "
                 f"({self.cpu}, {self.threads} thread(s)) in {self.wall_s / 60:.1f} min, at commit "
                 f"`{self.commit[:12]}` with torch {self.torch}. Re-make it: `{self.command}`; check it: "
-                f"`python -m scansnap evidence verify {self.experiment}`.")
+                f"`python -m scansnap store verify {self.experiment}`.")
 
 
 @dataclass(frozen=True)
@@ -116,14 +118,14 @@ class Stored:
     provenance: Provenance
 
 
-def evidence_dir(root: Path | None = None) -> Path:
-    """``<root>/evidence`` (default root: the book's source checkout, else the current directory)."""
+def store_dir(root: Path | None = None) -> Path:
+    """``<root>/stores`` (default root: the book's source checkout, else the current directory)."""
     base = root if root is not None else (source_checkout() or Path.cwd())
-    return Path(base) / "evidence"
+    return Path(base) / "stores"
 
 
 def _folder(exp: Experiment, profile: str, root: Path | None) -> Path:
-    return evidence_dir(root) / exp.id / profile
+    return store_dir(root) / exp.id / profile
 
 
 def _hash(obj: object) -> str:
@@ -134,7 +136,7 @@ def code(exp: Experiment, config: Any) -> tuple[str, dict[str, str]]:
     """``(hash, {function: its hash})`` of the code ``exp``'s run executes (:func:`scansnap.codehash.trace`), found
     by running the prefix :func:`verify` re-runs (:attr:`~scansnap.experiments.base.Experiment.prefix` at
     :data:`HORIZON` steps; the whole run of ``config`` when it has none) in this process on one thread. A prefix
-    executes the same functions as the whole run (``tests/test_evidence.py`` checks it for every stored
+    executes the same functions as the whole run (``tests/test_store.py`` checks it for every stored
     experiment)."""
     run_config = exp.prefix(config, HORIZON) if exp.prefix is not None else config
     with mock.patch.dict(os.environ, {PROCESSES: "1"}), torch.random.fork_rng():  # a pool's runs: not traced
@@ -170,14 +172,15 @@ class DirtyCheckoutError(RuntimeError):
 def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: str = "paper",
           figure: str | None = None, root: Path | None = None, allow_dirty: bool = False) -> Path:
     """Store ``result`` (made by ``exp.run(config)`` in ``wall_s`` seconds) with its provenance under
-    ``evidence/<exp.id>/<profile>/``; the folder is written whole or not at all. Returns the folder.
+    ``stores/<exp.id>/<profile>/``; the folder is written whole or not at all. Returns the folder.
 
     Refuses (:class:`DirtyCheckoutError`) when tracked files of the checkout have uncommitted changes (the commit
     would read ``+dirty``: no one could check out the code that made the run); ``allow_dirty`` is for tests that store
     into a temporary folder."""
     check_choice("profile", profile, ("smoke", "book", "paper"))
-    commit = provenance.git_commit()
-    if commit.endswith("+dirty") and not allow_dirty:
+    state = provenance.checkout()
+    commit = str(state)
+    if state.dirty and not allow_dirty:
         raise DirtyCheckoutError(
             f"{exp.id}: not stored: the checkout has uncommitted changes to tracked files (commit {commit}), so the "
             f"provenance could not name the code that made the run. Commit or stash them (git status), then make "
@@ -208,60 +211,77 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
     return folder
 
 
-def _provenance(exp: Experiment, profile: str, root: Path | None) -> Provenance:
+def read_provenance(exp: Experiment, profile: str = "paper", root: Path | None = None) -> Provenance:
+    """The provenance of the store of ``exp`` as it is on disk, unchecked."""
     folder = _folder(exp, profile, root)
     if not (folder / "provenance.json").exists():
-        raise FileNotFoundError(f"{exp.id}: no stored evidence at {folder}; make it with python -m scansnap "
+        raise FileNotFoundError(f"{exp.id}: no stored run at {folder}; make it with python -m scansnap "
                                 f"reproduce {exp.figures[0].id if exp.figures else exp.id} --profile {profile} --store")
     return Provenance(**json.loads((folder / "provenance.json").read_text()))
 
 
 def read(exp: Experiment, profile: str = "paper", root: Path | None = None) -> Stored:
     """The stored result and provenance as they are on disk, unchecked (:func:`load` checks them)."""
-    prov = _provenance(exp, profile, root)
+    prov = read_provenance(exp, profile, root)
     return Stored(results.load(exp.result, _folder(exp, profile, root) / "result.npz"), prov)
 
 
-def check(exp: Experiment, profile: str = "paper", root: Path | None = None) -> list[str]:
-    """Every reason the store of ``exp`` cannot be shown (empty: it is current and intact)."""
+@dataclass(frozen=True)
+class Problem:
+    """Why a store cannot be shown: ``error``, the exception :func:`load` raises for it (:class:`StaleStoreError`,
+    :class:`TamperedStoreError`, or :class:`FileNotFoundError` for a missing store); ``text``, in words."""
+
+    error: type[Exception]
+    text: str
+
+
+def problems(exp: Experiment, profile: str = "paper", root: Path | None = None) -> list[Problem]:
+    """Every reason the store of ``exp`` cannot be shown, typed (empty: it is current and intact)."""
     folder = _folder(exp, profile, root)
     try:
-        prov = _provenance(exp, profile, root)
+        prov = read_provenance(exp, profile, root)
     except FileNotFoundError as e:
-        return [str(e)]
+        return [Problem(FileNotFoundError, str(e))]
     refresh = f"refresh it: {prov.command}"
-    problems = []
+    found = []
     now = exp.config.preset(profile).to_dict()
     if _hash(now) != prov.config_hash:
         changed = sorted(k for k in now if now[k] != prov.config.get(k))
-        problems.append(f"{exp.id}/{profile}: stale: the {profile} configuration changed ({', '.join(changed)}) since "
-                        f"the evidence was stored; {refresh}")
+        found.append(Problem(StaleStoreError, f"{exp.id}/{profile}: stale: the {profile} configuration changed "
+                                              f"({', '.join(changed)}) since the run was stored; {refresh}"))
     now_code = codehash.hashes(prov.functions)
     if codehash.code_hash(now_code) != prov.code_hash:
         changed = [f for f in now_code if now_code[f] != prov.functions[f]]
-        problems.append(f"{exp.id}/{profile}: stale: the library code it runs changed since it was stored "
-                        f"({', '.join(changed) or 'the functions it executes'}); {refresh}")
+        found.append(Problem(StaleStoreError, f"{exp.id}/{profile}: stale: the library code it runs changed since it "
+                                              f"was stored ({', '.join(changed) or 'the functions it executes'}); "
+                                              f"{refresh}"))
     digests = _digests(folder / "result.npz")
     bad = sorted(k for k in {*digests, *prov.digests} if prov.digests.get(k) != digests.get(k))
     if bad:
-        problems.append(f"{exp.id}/{profile}: arrays {bad} differ from their recorded digests; {refresh}")
-    return problems
+        found.append(Problem(TamperedStoreError, f"{exp.id}/{profile}: arrays {bad} differ from their recorded "
+                                                 f"digests; {refresh}"))
+    return found
+
+
+def check(exp: Experiment, profile: str = "paper", root: Path | None = None) -> list[str]:
+    """Every reason the store of ``exp`` cannot be shown, in words (empty: it is current and intact)."""
+    return [p.text for p in problems(exp, profile, root)]
 
 
 def load(exp: Experiment, profile: str = "paper", root: Path | None = None) -> Stored:
-    """The stored result of ``exp``, after :func:`check`: raises :class:`TamperedEvidenceError` on an altered array and
-    :class:`StaleEvidenceError` when the configuration or the library code it runs changed."""
-    problems = check(exp, profile, root)
-    if any("differ from their recorded digests" in p for p in problems):
-        raise TamperedEvidenceError("; ".join(problems))
-    if problems:
-        raise StaleEvidenceError("; ".join(problems))
+    """The stored result of ``exp``, after :func:`problems`: raises :class:`TamperedStoreError` on an altered array,
+    :class:`StaleStoreError` when the configuration or the library code it runs changed, and
+    :class:`FileNotFoundError` when there is no store."""
+    found = problems(exp, profile, root)
+    for error in (FileNotFoundError, TamperedStoreError, StaleStoreError):
+        if any(p.error is error for p in found):
+            raise error("; ".join(p.text for p in found))
     return read(exp, profile, root)
 
 
 def stored_ids(root: Path | None = None) -> list[tuple[str, str]]:
-    """``(experiment id, profile)`` of every store under ``evidence/``."""
-    base = evidence_dir(root)
+    """``(experiment id, profile)`` of every store under ``stores/``."""
+    base = store_dir(root)
     return sorted((p.parent.parent.name, p.parent.name) for p in base.glob("*/*/provenance.json"))
 
 
@@ -321,6 +341,6 @@ def _all_arrays(result: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def size(root: Path | None = None) -> int:
-    """Bytes under ``evidence/`` (every file)."""
-    base = evidence_dir(root)
+    """Bytes under ``stores/`` (every file)."""
+    base = store_dir(root)
     return sum(p.stat().st_size for p in base.rglob("*") if p.is_file()) if base.exists() else 0

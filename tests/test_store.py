@@ -1,4 +1,4 @@
-"""scansnap.evidence: a store is current, stale (configuration or code) or tampered; verify re-runs a prefix."""
+"""scansnap.store: a store is current, stale (configuration or code) or tampered; verify re-runs a prefix."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scansnap import book, evidence, experiments, manifest
+from scansnap import book, experiments, manifest, store
 from scansnap.cli import main
 
 WALK = '''
@@ -124,42 +124,42 @@ def walk(module):
 
 def _store(exp, root: Path) -> Path:
     config = exp.config.preset("paper")
-    return evidence.store(exp, config, exp.run(config), 1.5, root=root, allow_dirty=True)
+    return store.store(exp, config, exp.run(config), 1.5, root=root, allow_dirty=True)
 
 
 def test_a_fresh_store_is_current_and_loads_what_was_stored(walk, tmp_path: Path) -> None:
     exp, _ = walk
     folder = _store(exp, tmp_path)
-    assert folder == tmp_path / "evidence" / "test-walk" / "paper"
+    assert folder == tmp_path / "stores" / "test-walk" / "paper"
     assert sorted(p.name for p in folder.iterdir()) == ["provenance.json", "result.npz"]
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # no temporary folder left
-    assert evidence.check(exp, root=tmp_path) == []
-    stored = evidence.load(exp, root=tmp_path)
+    assert store.check(exp, root=tmp_path) == []
+    stored = store.load(exp, root=tmp_path)
     np.testing.assert_array_equal(stored.result.position, exp.run(exp.config.preset("paper")).position)
     prov = stored.provenance
     assert prov.config["steps"] == 60 and prov.wall_s == 1.5 and prov.threads >= 1 and prov.cpu and prov.torch
     assert {"position", "steps"} <= set(prov.digests)
     assert prov.command == "python -m scansnap reproduce fig-test-walk --profile paper --store"
-    assert "re-make it" in prov.describe().lower() and "evidence verify test-walk" in prov.describe()
-    assert evidence.stored_ids(tmp_path) == [("test-walk", "paper")]
+    assert "re-make it" in prov.describe().lower() and "store verify test-walk" in prov.describe()
+    assert store.stored_ids(tmp_path) == [("test-walk", "paper")]
 
 
 def test_a_changed_configuration_makes_the_store_stale(walk, tmp_path: Path, monkeypatch) -> None:
     exp, _ = walk
     _store(exp, tmp_path)
     monkeypatch.setitem(exp.config.PRESETS, "paper", {"steps": 80})
-    with pytest.raises(evidence.StaleEvidenceError, match=r"configuration changed \(steps\).*refresh it: python -m "
+    with pytest.raises(store.StaleStoreError, match=r"configuration changed \(steps\).*refresh it: python -m "
                                                           r"scansnap reproduce fig-test-walk --profile paper --store"):
-        evidence.load(exp, root=tmp_path)
+        store.load(exp, root=tmp_path)
 
 
 def test_an_edit_of_the_code_it_runs_makes_the_store_stale(walk, tmp_path: Path) -> None:
     exp, path = walk
     _store(exp, tmp_path)
     path.write_text(path.read_text().replace("0.1 * torch.randn", "0.2 * torch.randn"))
-    with pytest.raises(evidence.StaleEvidenceError, match=r"code it runs changed since it was stored \(walk_\w+:run\); "
+    with pytest.raises(store.StaleStoreError, match=r"code it runs changed since it was stored \(walk_\w+:run\); "
                                                           r"refresh it: python -m scansnap reproduce fig-test-walk"):
-        evidence.load(exp, root=tmp_path)
+        store.load(exp, root=tmp_path)
 
 
 @pytest.mark.parametrize("edit", [
@@ -173,39 +173,39 @@ def test_an_edit_of_what_the_run_does_not_execute_leaves_the_store_current(walk,
     exp, path = walk
     _store(exp, tmp_path)
     path.write_text(edit(path.read_text()))
-    assert evidence.check(exp, root=tmp_path) == []
+    assert store.check(exp, root=tmp_path) == []
 
 
-def test_the_strict_build_cannot_show_stale_evidence(walk, tmp_path: Path, monkeypatch) -> None:
-    """book.evidence (what a page calls) shows a current store and raises on a stale one, failing the page."""
+def test_the_strict_build_cannot_show_a_stale_store(walk, tmp_path: Path, monkeypatch) -> None:
+    """book.stored (what a page calls) shows a current store and raises on a stale one, failing the page."""
     exp, path = walk
     monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(tmp_path / "artifacts"))
-    monkeypatch.setattr(evidence, "evidence_dir", lambda root=None: tmp_path / "evidence")
+    monkeypatch.setattr(store, "store_dir", lambda root=None: tmp_path / "stores")
     _store(exp, tmp_path)
-    made = book.evidence(exp)
-    assert made.records["fig-test-walk"].protocol.startswith("a random walk of 60 steps; stored evidence made")
+    made = book.stored(exp)
+    assert made.records["fig-test-walk"].protocol.startswith("a random walk of 60 steps; stored run made")
     assert (tmp_path / "artifacts" / "figures" / "fig-test-walk.png").is_file()
     path.write_text(path.read_text() + "\n# an edit\n")
-    book.evidence(exp)  # a comment is not code
+    book.stored(exp)  # a comment is not code
     path.write_text(path.read_text().replace("0.1 * torch.randn", "0.1 / torch.randn"))
-    with pytest.raises(evidence.StaleEvidenceError, match="python -m scansnap reproduce fig-test-walk"):
-        book.evidence(exp)
+    with pytest.raises(store.StaleStoreError, match="python -m scansnap reproduce fig-test-walk"):
+        book.stored(exp)
 
 
 def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_path: Path, monkeypatch) -> None:
     exp, _ = walk
     folder = _store(exp, tmp_path)
-    assert evidence.verify(exp, steps=20, root=tmp_path) == []
+    assert store.verify(exp, steps=20, root=tmp_path) == []
     monkeypatch.setattr(experiments, "resolve", lambda target: exp)
-    assert main(["evidence", "verify", "test-walk", "--steps", "20", "--root", str(tmp_path)]) == 0
+    assert main(["store", "verify", "test-walk", "--steps", "20", "--root", str(tmp_path)]) == 0
     with np.load(folder / "result.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
     arrays["position"] = arrays["position"].copy()
     arrays["position"][1, 0] += 1e-3
     np.savez(folder / "result.npz", **arrays)
-    with pytest.raises(evidence.TamperedEvidenceError, match="position"):
-        evidence.verify(exp, steps=20, root=tmp_path)
-    assert main(["evidence", "verify", "test-walk", "--root", str(tmp_path)]) == 1
+    with pytest.raises(store.TamperedStoreError, match="position"):
+        store.verify(exp, steps=20, root=tmp_path)
+    assert main(["store", "verify", "test-walk", "--root", str(tmp_path)]) == 1
 
 
 def test_verify_compares_the_checkpoints_of_the_rerun_prefix(walk, tmp_path: Path) -> None:
@@ -214,16 +214,16 @@ def test_verify_compares_the_checkpoints_of_the_rerun_prefix(walk, tmp_path: Pat
     exp, _ = walk
     _store(exp, tmp_path)
     other = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, seed=c.seed + 1))
-    problems = evidence.verify(other, steps=20, root=tmp_path, horizon=20)
+    problems = store.verify(other, steps=20, root=tmp_path, horizon=20)
     assert len(problems) == 1 and problems[0].startswith("position: differs at steps [10, 20] (of [0, 10, 20])")
-    assert evidence.verify(other, steps=20, root=tmp_path, horizon=15)[0].startswith("position: differs at steps [10]")
+    assert store.verify(other, steps=20, root=tmp_path, horizon=15)[0].startswith("position: differs at steps [10]")
     jitter = dataclasses.replace(exp, checkpoints=lambda r: {"position": (r.steps, r.position * (1 + 1e-7))})
-    assert evidence.verify(jitter, steps=20, root=tmp_path, horizon=20) == []
-    assert evidence.verify(other, steps=20, root=tmp_path, horizon=5) == []  # every walk starts at 0
+    assert store.verify(jitter, steps=20, root=tmp_path, horizon=20) == []
+    assert store.verify(other, steps=20, root=tmp_path, horizon=5) == []  # every walk starts at 0
     late = dataclasses.replace(exp, checkpoints=lambda r: {"position": (r.steps[1:], r.position[1:])})
-    assert evidence.verify(late, steps=20, root=tmp_path) == ["no curve has a checkpoint up to step 5"]
+    assert store.verify(late, steps=20, root=tmp_path) == ["no curve has a checkpoint up to step 5"]
     with pytest.raises(ValueError, match="horizon"):
-        evidence.verify(exp, root=tmp_path, horizon=-1)
+        store.verify(exp, root=tmp_path, horizon=-1)
 
 
 def test_verify_stops_at_the_horizon_where_last_bits_have_grown_but_catches_a_wrong_run_within_it(
@@ -234,63 +234,64 @@ def test_verify_stops_at_the_horizon_where_last_bits_have_grown_but_catches_a_wr
     mod, _ = module
     exp = mod.LOGISTIC
     _store(exp, tmp_path)
-    assert evidence.verify(exp, root=tmp_path, horizon=60) == []
+    assert store.verify(exp, root=tmp_path, horizon=60) == []
     mod.EPS = 1e-9
-    assert evidence.verify(exp, root=tmp_path, horizon=60)[0].startswith("x: differs at steps [")
-    assert evidence.verify(exp, root=tmp_path) == []
+    assert store.verify(exp, root=tmp_path, horizon=60)[0].startswith("x: differs at steps [")
+    assert store.verify(exp, root=tmp_path) == []
     mod.EPS = 0.0
     start = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, x0=c.x0 + 1e-3))
-    assert evidence.verify(start, root=tmp_path)[0].startswith("x: differs at steps [0, 1, 2, 3, 4]")
+    assert store.verify(start, root=tmp_path)[0].startswith("x: differs at steps [0, 1, 2, 3, 4]")
     rate = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, r=3.99))
-    assert evidence.verify(rate, root=tmp_path)[0].startswith("x: differs at steps [1, 2, 3, 4, 5] (of [0, 1, 2")
+    assert store.verify(rate, root=tmp_path)[0].startswith("x: differs at steps [1, 2, 3, 4, 5] (of [0, 1, 2")
 
 
 def test_a_failed_store_leaves_nothing_behind(walk, tmp_path: Path) -> None:
     exp, _ = walk
     with pytest.raises(ValueError, match="result"):
-        evidence.store(exp, exp.config(), object(), 1.0, root=tmp_path, allow_dirty=True)
-    assert not list((tmp_path / "evidence" / "test-walk").iterdir())
+        store.store(exp, exp.config(), object(), 1.0, root=tmp_path, allow_dirty=True)
+    assert not list((tmp_path / "stores" / "test-walk").iterdir())
 
 
-@pytest.mark.parametrize("commit", ["0123abc+dirty", "0123abc"])
-def test_a_store_is_refused_from_a_dirty_checkout(walk, tmp_path: Path, monkeypatch, commit: str) -> None:
+@pytest.mark.parametrize("dirty", [True, False])
+def test_a_store_is_refused_from_a_dirty_checkout(walk, tmp_path: Path, monkeypatch, dirty: bool) -> None:
     """Issue 26: a store from a checkout with uncommitted changes could not name the code that made it: refused with
     what to do (commit or stash, then re-make), and nothing is written; a clean checkout stores."""
     exp, _ = walk
-    monkeypatch.setattr(evidence.provenance, "git_commit", lambda root=None: commit)
+    state = store.provenance.Checkout("0123abc", dirty)
+    monkeypatch.setattr(store.provenance, "checkout", lambda root=None: state)
     config = exp.config()
-    if commit.endswith("+dirty"):
-        with pytest.raises(evidence.DirtyCheckoutError, match=r"uncommitted changes.*Commit or stash.*--store"):
-            evidence.store(exp, config, exp.run(config), 1.0, root=tmp_path)
-        assert not (tmp_path / "evidence" / "test-walk").exists()
+    if dirty:
+        with pytest.raises(store.DirtyCheckoutError, match=r"uncommitted changes.*Commit or stash.*--store"):
+            store.store(exp, config, exp.run(config), 1.0, root=tmp_path)
+        assert not (tmp_path / "stores" / "test-walk").exists()
     else:
-        folder = evidence.store(exp, config, exp.run(config), 1.0, root=tmp_path)
-        assert evidence.read(exp, root=tmp_path).provenance.commit == commit and folder.exists()
+        folder = store.store(exp, config, exp.run(config), 1.0, root=tmp_path)
+        assert store.read(exp, root=tmp_path).provenance.commit == "0123abc" and folder.exists()
 
 
-def test_missing_evidence_names_the_command_that_makes_it(walk, tmp_path: Path) -> None:
+def test_a_missing_store_names_the_command_that_makes_it(walk, tmp_path: Path) -> None:
     exp, _ = walk
-    assert evidence.check(exp, root=tmp_path) == [
-        f"test-walk: no stored evidence at {tmp_path / 'evidence' / 'test-walk' / 'paper'}; make it with "
+    assert store.check(exp, root=tmp_path) == [
+        f"test-walk: no stored run at {tmp_path / 'stores' / 'test-walk' / 'paper'}; make it with "
         "python -m scansnap reproduce fig-test-walk --profile paper --store"]
-    assert main(["evidence", "list", "--root", str(tmp_path)]) == 0
+    assert main(["store", "list", "--root", str(tmp_path)]) == 0
 
 
-def test_the_repository_evidence_fits_its_budget_and_is_current() -> None:
-    """The whole evidence/ folder stays within 20 MB in git, and every store in it can be shown."""
-    assert evidence.size() <= evidence.MAX_BYTES
-    for exp_id, profile in evidence.stored_ids():
-        assert evidence.check(experiments.resolve(exp_id), profile) == []
+def test_the_repository_stores_fit_their_budget_and_are_current() -> None:
+    """The whole stores/ folder stays within 20 MB in git, and every store in it can be shown."""
+    assert store.size() <= store.MAX_BYTES
+    for exp_id, profile in store.stored_ids():
+        assert store.check(experiments.resolve(exp_id), profile) == []
 
 
-@pytest.mark.parametrize("exp_id", [e for e, _ in evidence.stored_ids()])
+@pytest.mark.parametrize("exp_id", [e for e, _ in store.stored_ids()])
 def test_a_stored_experiments_prefix_executes_every_function_its_whole_run_does(exp_id: str) -> None:
-    """The code hash of a store covers the functions its verify prefix executes (evidence.code): at the smoke
+    """The code hash of a store covers the functions its verify prefix executes (store.code): at the smoke
     preset, the whole run executes none that the prefix does not."""
     from scansnap import codehash
 
     exp = experiments.resolve(exp_id)
     config = exp.config.preset("smoke")
     whole = codehash.trace(exp.run, config, None)[1]
-    prefix = codehash.trace(exp.run, exp.prefix(config, evidence.HORIZON), None)[1]
+    prefix = codehash.trace(exp.run, exp.prefix(config, store.HORIZON), None)[1]
     assert set(whole) <= set(prefix), sorted(set(whole) - set(prefix))

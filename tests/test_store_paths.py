@@ -1,5 +1,5 @@
-"""Stored evidence records no absolute path of the machine that made it (issue 25): a store is published with the
-book, and a reader's machine has none of the maker's folders. Checked: every ``evidence/**/provenance.json`` and
+"""A stored run records no absolute path of the machine that made it (issue 25): a store is published with the
+book, and a reader's machine has none of the maker's folders. Checked: every ``stores/**/provenance.json`` and
 every text a store's ``result.npz`` keeps (its ``__meta__``: the configuration and the run's note, which a chapter
 prints)."""
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-STORES = sorted(p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "evidence").glob("*/*/provenance.json"))
+STORES = sorted(p.parent.relative_to(ROOT).as_posix() for p in (ROOT / "stores").glob("*/*/provenance.json"))
 # an absolute POSIX path of two or more parts (not inside a URL or a relative path), or a Windows drive path
 ABSOLUTE = re.compile(r"(?<![\w.:/~-])/(?:[\w.@+-]+/)+[\w.@+-]*|\b[A-Za-z]:\\\\?[\w.-]+")
 
@@ -31,7 +31,7 @@ def test_the_pattern_finds_paths_and_leaves_urls_and_relative_paths() -> None:
 
 
 def test_there_are_stores() -> None:
-    assert STORES, "no evidence/<experiment>/<profile>/provenance.json"
+    assert STORES, "no stores/<experiment>/<profile>/provenance.json"
 
 
 @pytest.mark.parametrize("store", STORES)
