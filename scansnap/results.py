@@ -24,7 +24,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch
 
-from scansnap import profiles
+from scansnap import params, profiles
 from scansnap._checks import check_choice
 from scansnap._io import atomic_write, jsonable
 
@@ -38,12 +38,25 @@ _META = "__meta__"
 class Config:
     """Base of experiment configurations: frozen, with presets per profile.
 
-    A subclass sets ``PRESETS``: profile -> field overrides applied to its defaults (the ``paper``
-    values are the defaults where the paper gives them), and validates its fields in
-    ``__post_init__`` with :mod:`scansnap._checks` (an error names the field and its allowed range).
+    A subclass declares its fields with :func:`scansnap.params.param` (each with its check and its protocol
+    wording) and sets ``PRESETS``: profile -> field overrides applied to its defaults (the ``paper`` values are the
+    defaults where the paper gives them). Making one runs every field's check (an error names the field and its
+    allowed range), then :meth:`validate` (cross-field checks).
     """
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    PROTOCOL: ClassVar[str | None] = None
+    """A template of :meth:`protocol`, or ``None`` (the fields' phrases joined by ``"; "``): ``{name}`` stands for
+    the field's worded phrase (:func:`scansnap.params.phrase`), or for its value (a format spec allowed) when it
+    has no wording, or for any other attribute of the configuration."""
+
+    def __post_init__(self) -> None:
+        params.validate(self)
+        self.validate()
+
+    def validate(self) -> None:
+        """Cross-field checks (raise ``ValueError`` naming the fields); the fields' own checks have run."""
 
     @classmethod
     def preset(cls, profile: str | None = None):
@@ -71,8 +84,11 @@ class Config:
 
     def protocol(self) -> str:
         """How a run with this configuration is made, in words: the one text verdicts, captions' provenance
-        and the ledger use (a subclass writes it as prose; the default lists the fields)."""
-        return "; ".join(f"{k} = {v}" for k, v in self.to_dict().items())
+        and the ledger use, derived from the fields' wordings (or filled into :attr:`PROTOCOL`)."""
+        if self.PROTOCOL is not None:
+            return self.PROTOCOL.format_map(_Phrases(self))
+        values = self.to_dict()
+        return "; ".join(params.phrase(f, values[f.name]) for f in dataclasses.fields(self))
 
     def shortfall(self) -> tuple[str, ...]:
         """The phrases of :meth:`cuts` (empty: at or above the paper's protocol)."""
@@ -97,6 +113,19 @@ class Config:
                 cut, phrase = mine is None or mine < ref, f"{name} {mine} (paper profile: {ref})"
             cuts += [(name, phrase)] if cut else []
         return tuple(cuts)
+
+
+class _Phrases(dict):
+    """The names a :attr:`Config.PROTOCOL` template reads: a worded field's phrase, else the attribute."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        self.config = config
+        self.fields = {f.name: f for f in dataclasses.fields(config)}
+
+    def __missing__(self, name: str) -> Any:
+        value, f = getattr(self.config, name), self.fields.get(name)
+        return params.phrase(f, value) if f is not None and f.metadata.get("words") is not None else value
 
 
 def save(result: object, path: Path) -> Path:
