@@ -19,14 +19,16 @@ checks); :meth:`Config.protocol <scansnap.results.Config.protocol>` joins the wo
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
 
-__all__ = ["Check", "Choice", "Each", "Fraction", "Int", "Maybe", "Positive", "Seeds", "Words", "param", "phrase",
-           "seed_list", "seed_range", "values"]
+__all__ = ["Check", "Choice", "Each", "Fraction", "Int", "Maybe", "Positive", "Real", "Seeds", "Words", "listed",
+           "param", "phrase", "seed_list", "seed_range", "validate"]
 
 Check = Callable[[str, Any], object]
 """``check(name, value)``: raises ``ValueError`` naming ``name`` and the allowed range when ``value`` is bad."""
@@ -58,6 +60,27 @@ class Positive:
 
     def __call__(self, name: str, value: object) -> None:
         check_positive(name, value)
+
+
+@dataclass(frozen=True)
+class Real:
+    """A finite real number between ``low`` and ``high`` (either optional; a bound is excluded with ``open``: ``"low"``,
+    ``"high"`` or ``"both"``)."""
+
+    low: float | None = None
+    high: float | None = None
+    open: str = ""
+
+    def __call__(self, name: str, value: object) -> None:
+        lo_open, hi_open = self.open in ("low", "both"), self.open in ("high", "both")
+        ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+        ok = ok and (self.low is None or (value > self.low if lo_open else value >= self.low))
+        ok = ok and (self.high is None or (value < self.high if hi_open else value <= self.high))
+        if not ok:
+            lo = "-inf" if self.low is None else f"{self.low:g}"
+            hi = "inf" if self.high is None else f"{self.high:g}"
+            span = f"{'(' if lo_open else '['}{lo}, {hi}{')' if hi_open else ']'}"
+            raise ValueError(f"{name}: must be a finite number in {span}; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -107,7 +130,8 @@ class Each:
 
     def __call__(self, name: str, value: object) -> None:
         if not isinstance(value, tuple | list) or len(value) < self.min_len:
-            raise ValueError(f"{name}: must be a tuple of at least {self.min_len} item(s); got {value!r}")
+            least = f" of at least {self.min_len} item(s)" if self.min_len else ""
+            raise ValueError(f"{name}: must be a tuple{least}; got {value!r}")
         for v in value:
             self.item(name, v)
         if self.increasing:
@@ -140,7 +164,7 @@ def seed_list(seeds: Sequence[int]) -> str:
     return f"seeds {list(seeds)}"
 
 
-def values(items: Sequence[Any]) -> str:
+def listed(items: Sequence[Any]) -> str:
     """``"[0.5, 1.0]"``: a tuple of values as a list."""
     return str(list(items))
 

@@ -96,3 +96,13 @@ def test_every_preset_of_every_config_is_valid_and_worded(cls) -> None:
         config = cls.preset(profile)
         assert isinstance(config.protocol(), str) and config.protocol()
         assert set(cls.PRESETS.get(profile, {})) <= {f.name for f in dataclasses.fields(cls)}
+
+
+def test_a_real_range_names_its_open_and_closed_ends() -> None:
+    from scansnap.params import Real
+    Real(0, 1, open="both")("delta", 0.5)
+    for bad in (0, 1, float("nan"), True, "x"):
+        with pytest.raises(ValueError, match=r"^delta: must be a finite number in \(0, 1\)"):
+            Real(0, 1, open="both")("delta", bad)
+    with pytest.raises(ValueError, match=r"^sigma: must be a finite number in \[0, 10\]; got 11"):
+        Real(0, 10)("sigma", 11)
