@@ -27,8 +27,8 @@ from typing import Any
 
 from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
 
-__all__ = ["Check", "Choice", "Each", "Fraction", "Int", "Maybe", "Positive", "Real", "Seeds", "Words", "listed",
-           "param", "phrase", "seed_list", "seed_range", "validate"]
+__all__ = ["Check", "Choice", "Each", "Fraction", "Int", "Maybe", "Positive", "Real", "Seeds", "Words", "declared",
+           "listed", "param", "phrase", "seed_list", "seed_range", "validate"]
 
 Check = Callable[[str, Any], object]
 """``check(name, value)``: raises ``ValueError`` naming ``name`` and the allowed range when ``value`` is bad."""
@@ -169,17 +169,27 @@ def listed(items: Sequence[Any]) -> str:
     return str(list(items))
 
 
-def phrase(field: dataclasses.Field, value: Any) -> str:
-    """The field's protocol wording filled with ``value`` (``name = value`` when it has none)."""
-    words = field.metadata.get("words")
+def declared(cls: type, name: str, key: str) -> Any:
+    """The ``key`` (``"check"`` or ``"words"``) declared for field ``name`` by ``cls`` or, where a subclass only
+    changes the field's default, by the nearest base class that declares it (``None``: none does)."""
+    for base in cls.__mro__:
+        f = getattr(base, "__dataclass_fields__", {}).get(name)
+        if f is not None and f.metadata.get(key) is not None:
+            return f.metadata[key]
+    return None
+
+
+def phrase(config: object, name: str, value: Any) -> str:
+    """Field ``name``'s protocol wording filled with ``value`` (``name = value`` when it has none)."""
+    words = declared(type(config), name, "words")
     if words is None:
-        return f"{field.name} = {value}"
+        return f"{name} = {value}"
     return words(value) if callable(words) else words.format(value)
 
 
 def validate(config: object) -> None:
     """Run every field's check on ``config`` (a dataclass), in declaration order."""
     for f in dataclasses.fields(config):
-        check = f.metadata.get("check")
+        check = declared(type(config), f.name, "check")
         if check is not None:
             check(f.name, getattr(config, f.name))

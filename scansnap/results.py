@@ -49,7 +49,8 @@ class Config:
     PROTOCOL: ClassVar[str | None] = None
     """A template of :meth:`protocol`, or ``None`` (the fields' phrases joined by ``"; "``): ``{name}`` stands for
     the field's worded phrase (:func:`scansnap.params.phrase`), or for its value (a format spec allowed) when it
-    has no wording, or for any other attribute of the configuration."""
+    has no wording, or for any other attribute of the configuration; ``{self.name}`` for the value itself (e.g.
+    ``{self.etas[0]}``)."""
 
     def __post_init__(self) -> None:
         params.validate(self)
@@ -88,7 +89,7 @@ class Config:
         if self.PROTOCOL is not None:
             return self.PROTOCOL.format_map(_Phrases(self))
         values = self.to_dict()
-        return "; ".join(params.phrase(f, values[f.name]) for f in dataclasses.fields(self))
+        return "; ".join(params.phrase(self, f.name, values[f.name]) for f in dataclasses.fields(self))
 
     def shortfall(self) -> tuple[str, ...]:
         """The phrases of :meth:`cuts` (empty: at or above the paper's protocol)."""
@@ -121,11 +122,13 @@ class _Phrases(dict):
     def __init__(self, config: Config) -> None:
         super().__init__()
         self.config = config
-        self.fields = {f.name: f for f in dataclasses.fields(config)}
 
     def __missing__(self, name: str) -> Any:
-        value, f = getattr(self.config, name), self.fields.get(name)
-        return params.phrase(f, value) if f is not None and f.metadata.get("words") is not None else value
+        if name == "self":
+            return self.config
+        value = getattr(self.config, name)
+        worded = params.declared(type(self.config), name, "words") is not None
+        return params.phrase(self.config, name, value) if worded else value
 
 
 def save(result: object, path: Path) -> Path:

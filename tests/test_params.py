@@ -33,7 +33,7 @@ class Walk(Config):
 
 @dataclass(frozen=True)
 class Worded(Walk):
-    PROTOCOL = "a walk of {steps} ({seeds}), eta {eta}, {init}; limit {limit}, {steps_twice} half-steps"
+    PROTOCOL = "a walk of {steps} ({seeds}), eta {eta}, {init}; limit {limit}, {steps_twice} half-steps, {self.eta:.2f}"
 
     @property
     def steps_twice(self) -> int:
@@ -77,7 +77,7 @@ def test_protocol_is_derived_from_the_wordings() -> None:
 
 def test_a_template_reads_phrases_values_and_properties() -> None:
     assert Worded(limit=30).protocol() == ("a walk of 100 SGD steps (seeds 1-3 (3)), eta eta = 0.5, zero "
-                                           "initialization; limit 30, 200 half-steps")
+                                           "initialization; limit 30, 200 half-steps, 0.50")
 
 
 def test_a_plain_config_keeps_the_old_protocol() -> None:
@@ -106,3 +106,13 @@ def test_a_real_range_names_its_open_and_closed_ends() -> None:
             Real(0, 1, open="both")("delta", bad)
     with pytest.raises(ValueError, match=r"^sigma: must be a finite number in \[0, 10\]; got 11"):
         Real(0, 10)("sigma", 11)
+
+
+def test_a_subclass_that_changes_a_default_keeps_the_fields_check_and_wording() -> None:
+    @dataclass(frozen=True)
+    class Short(Walk):
+        steps: int = 10
+
+    assert Short().protocol().startswith("10 SGD steps; ")
+    with pytest.raises(ValueError, match=names("steps")):
+        Short(steps=0)
