@@ -108,15 +108,18 @@ class Choice:
 
 @dataclass(frozen=True)
 class Seeds:
-    """A non-empty sequence of integer seeds ``>= 0`` (:func:`scansnap._checks.check_seeds`), strictly increasing
-    with ``increasing``."""
+    """A non-empty sequence of integer seeds ``>= 0`` (:func:`scansnap._checks.check_seeds`), each once with
+    ``distinct``, strictly increasing with ``increasing``."""
 
     increasing: bool = False
+    distinct: bool = False
 
     def __call__(self, name: str, value: object) -> None:
         check_seeds(name, value)
         if self.increasing:
             _increasing(name, value)
+        if self.distinct and len(set(value)) != len(value):
+            raise ValueError(f"{name}: must hold each seed once; got {value!r}")
 
 
 @dataclass(frozen=True)
