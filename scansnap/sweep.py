@@ -23,17 +23,7 @@ import torch
 from scansnap import data, metrics, train
 from scansnap._checks import check_int
 from scansnap._threads import one_thread
-from scansnap.params import (
-    Choice,
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    Seeds,
-    listed,
-    param,
-    seed_list,
-)
+from scansnap.params import Choice, Each, Fraction, Int, Positive, Seeds, listed, param, seed_list
 from scansnap.results import Config
 
 __all__ = ["GridConfig", "GridRun", "configurations", "sequence_counts", "train_grid"]

@@ -26,16 +26,7 @@ from matplotlib.figure import Figure
 from scansnap import data, figures, metrics, theory, train
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import init_params, token_counts
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    listed,
-    param,
-    seed_range,
-)
+from scansnap.params import Each, Int, Positive, Real, Seeds, listed, param, seed_range
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least
 

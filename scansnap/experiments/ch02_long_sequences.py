@@ -27,13 +27,7 @@ from scansnap import data, figures, theory
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import token_counts
-from scansnap.params import (
-    Each,
-    Int,
-    Real,
-    listed,
-    param,
-)
+from scansnap.params import Each, Int, Real, listed, param
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_most
 

@@ -26,11 +26,7 @@ from matplotlib.figure import Figure
 from scansnap import figures, theory, train
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.params import (
-    Int,
-    listed,
-    param,
-)
+from scansnap.params import Int, listed, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.verdicts import Rule, Verdict, at_least, at_most

@@ -17,14 +17,7 @@ from matplotlib.figure import Figure
 from scansnap import figures, train
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch03_theorem1 import weak_family
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    Real,
-    listed,
-    param,
-)
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim

@@ -20,13 +20,7 @@ from scansnap import data, figures
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch03_gamma import snapshot_grid
-from scansnap.params import (
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    param,
-)
+from scansnap.params import Each, Fraction, Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim

@@ -32,13 +32,7 @@ from scansnap.experiments.ch03_theorem1 import (
     c9_criteria,
     weak_family,
 )
-from scansnap.params import (
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    param,
-)
+from scansnap.params import Int, Positive, Real, Seeds, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim

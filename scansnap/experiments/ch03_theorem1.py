@@ -16,11 +16,7 @@ import numpy as np
 from scansnap import data, train
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, Progress
-from scansnap.params import (
-    Int,
-    Positive,
-    param,
-)
+from scansnap.params import Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim

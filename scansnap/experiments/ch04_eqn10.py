@@ -26,12 +26,7 @@ from matplotlib.figure import Figure
 from scansnap import data, figures, train
 from scansnap._checks import check_choice
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    param,
-)
+from scansnap.params import Each, Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory.decoder import gamma, gram, theorem1_coefficients
 from scansnap.theory.families import example_families

@@ -28,12 +28,7 @@ from matplotlib.figure import Figure
 from scansnap import figures, train
 from scansnap._checks import check_choice, check_int, check_positive
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.params import (
-    Int,
-    Positive,
-    Seeds,
-    param,
-)
+from scansnap.params import Int, Positive, Seeds, param
 from scansnap.results import Config
 from scansnap.theory.families import example_families
 from scansnap.theory.fates import fate_counts, logits_from_attention

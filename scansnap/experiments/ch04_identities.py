@@ -18,11 +18,7 @@ import torch
 
 from scansnap import data
 from scansnap.experiments.base import Experiment, Progress
-from scansnap.params import (
-    Int,
-    Positive,
-    param,
-)
+from scansnap.params import Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory.decoder import gamma_of_h, gram, xi
 from scansnap.theory.families import example_families, random_classes

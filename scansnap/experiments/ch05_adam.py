@@ -15,17 +15,7 @@ from typing import ClassVar
 
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch05_synsmall import CHAPTER, DISTINCT, Runs, plot_runs, runs_table, train_runs
-from scansnap.params import (
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    listed,
-    param,
-    seed_list,
-)
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.theory.scanning_measures import modal_set
 from scansnap.verdicts import Rule, Verdict, at_least, at_most

@@ -28,12 +28,7 @@ from matplotlib.figure import Figure
 
 from scansnap import data, figures, stats
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.params import (
-    Int,
-    Positive,
-    Real,
-    param,
-)
+from scansnap.params import Int, Positive, Real, param
 from scansnap.results import Config
 from scansnap.theory.decoder import gram, xi
 from scansnap.theory.families import classes_from_weights

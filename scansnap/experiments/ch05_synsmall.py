@@ -46,17 +46,7 @@ from scansnap.experiments.sparsity_rules import (
     sparsity,
     x8_context,
 )
-from scansnap.params import (
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    listed,
-    param,
-    seed_list,
-)
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.theory.scanning_measures import drop_steps
 from scansnap.verdicts import Rule, Verdict, at_least

@@ -24,17 +24,7 @@ import torch
 
 from scansnap import data, model, train
 from scansnap.experiments.base import Experiment, Progress
-from scansnap.params import (
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    listed,
-    param,
-    seed_range,
-)
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_range
 from scansnap.results import Config
 from scansnap.theory.decoder import gamma, gram, xi
 from scansnap.theory.scanning import dominant_token, dominant_token_bounds, growth_bound, relative_gain

@@ -29,14 +29,7 @@ from scansnap import figures, theory
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER, FamilyConfig
 from scansnap.experiments.phase_rules import judge, phase_measures, phase_rule
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    Real,
-    listed,
-    param,
-)
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.verdicts import Verdict
 
 

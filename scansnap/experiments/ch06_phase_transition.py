@@ -22,14 +22,7 @@ import torch
 from scansnap import data, theory
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, Progress
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    Real,
-    listed,
-    param,
-)
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 

@@ -36,14 +36,7 @@ from scansnap import figures, metrics, theory, train
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import CHAPTER
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    Real,
-    listed,
-    param,
-)
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 
 _NO_RULE = ("no rule reads the search (RULES is empty): it is context for why Chapter 6's training verdicts are gated, "

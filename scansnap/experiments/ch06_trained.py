@@ -44,13 +44,7 @@ from scansnap.experiments.phase_magnitude import (
 )
 from scansnap.experiments.phase_rules import judge, phase_controls, phase_measures, phase_rule
 from scansnap.experiments.scan_snap_rules import RULES_P1, ScanSnapRun, scan_snap_run
-from scansnap.params import (
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    param,
-)
+from scansnap.params import Int, Positive, Real, Seeds, param
 from scansnap.results import Config
 from scansnap.verdicts import Verdict
 

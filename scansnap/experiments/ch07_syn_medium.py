@@ -38,11 +38,7 @@ from scansnap.experiments.syn_medium_rules import (
     RecallOrder,
     permuted_cells,
 )
-from scansnap.params import (
-    Int,
-    Positive,
-    param,
-)
+from scansnap.params import Int, Positive, param
 from scansnap.sweep import GridConfig, GridRun
 from scansnap.verdicts import Verdict
 

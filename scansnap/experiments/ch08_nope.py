@@ -23,10 +23,7 @@ from scansnap.experiments import wikitext_figures as figs
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch08_wikitext import CHAPTER, FreezeConfig, freeze_prefix, trajectory_checkpoints
 from scansnap.experiments.wikitext_figures import TokenStudy
-from scansnap.params import (
-    Int,
-    param,
-)
+from scansnap.params import Int, param
 
 __all__ = ["FREEZE_NOPE", "NopeConfig", "NopeResult", "run_nope"]
 

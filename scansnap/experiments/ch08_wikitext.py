@@ -41,15 +41,7 @@ from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
 from scansnap.experiments import wikitext_snap as ws
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.params import (
-    Choice,
-    Fraction,
-    Int,
-    Maybe,
-    Positive,
-    Seeds,
-    param,
-)
+from scansnap.params import Choice, Fraction, Int, Maybe, Positive, Seeds, param
 from scansnap.results import Config
 
 CHAPTER = "book/chapters/08-wikitext"

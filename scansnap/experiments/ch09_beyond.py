@@ -28,14 +28,7 @@ from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import cross_entropy, token_counts
 from scansnap.model_options import ModelOptions, OptionsModel
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    Real,
-    listed,
-    param,
-)
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.theory import decoder
 from scansnap.theory import residual as res

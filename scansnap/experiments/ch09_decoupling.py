@@ -32,14 +32,7 @@ from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model import token_counts
 from scansnap.model_options import ModelOptions, OptionsModel, head_params
-from scansnap.params import (
-    Fraction,
-    Int,
-    Positive,
-    Seeds,
-    param,
-    seed_list,
-)
+from scansnap.params import Fraction, Int, Positive, Seeds, param, seed_list
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_most
 

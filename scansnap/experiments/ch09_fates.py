@@ -31,16 +31,7 @@ from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import CHAPTER, RULE_C33A
 from scansnap.model_options import ModelOptions, head_params
-from scansnap.params import (
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    Seeds,
-    listed,
-    param,
-    seed_list,
-)
+from scansnap.params import Each, Fraction, Int, Positive, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.theory import residual as res
 from scansnap.verdicts import INCONCLUSIVE, Rule, Verdict, at_least

@@ -35,18 +35,7 @@ from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.experiments.heads_rules import RULE_X4, RULE_X5, RULE_X6, RULE_X9, head_controls, head_measures
 from scansnap.model_options import ModelOptions, head_params
-from scansnap.params import (
-    Choice,
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    listed,
-    param,
-    seed_list,
-)
+from scansnap.params import Choice, Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.verdicts import Verdict
 

@@ -28,17 +28,7 @@ from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import CHAPTER
 from scansnap.model import cross_entropy
 from scansnap.model_options import ModelOptions
-from scansnap.params import (
-    Each,
-    Fraction,
-    Int,
-    Positive,
-    Real,
-    Seeds,
-    listed,
-    param,
-    seed_list,
-)
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 

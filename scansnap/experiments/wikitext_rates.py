@@ -26,13 +26,7 @@ from scansnap._checks import check_int, check_positive  # noqa: F401
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Progress
 from scansnap.experiments.ch08_wikitext import BOOK, GATED_DATA, PROCESSES, SMOKE, WikiConfig
-from scansnap.params import (
-    Each,
-    Int,
-    Positive,
-    Seeds,
-    param,
-)
+from scansnap.params import Each, Int, Positive, Seeds, param
 
 __all__ = ["DeepRatesConfig", "RatesConfig", "RatesResult", "rates_checkpoints", "rates_prefix", "rates_work",
            "run_rates"]
