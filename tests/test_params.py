@@ -4,6 +4,7 @@ text derived by scansnap.results.Config."""
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import dataclass
 
 import pytest
@@ -11,7 +12,7 @@ from conftest import names
 from test_results import _configs
 
 from scansnap import profiles
-from scansnap.params import Choice, Each, Fraction, Int, Maybe, Positive, Seeds, param, seed_range
+from scansnap.params import Choice, Each, Fraction, Int, Maybe, Positive, Seeds, declared, param, seed_range
 from scansnap.results import Config
 
 
@@ -116,3 +117,18 @@ def test_a_subclass_that_changes_a_default_keeps_the_fields_check_and_wording() 
     assert Short().protocol().startswith("10 SGD steps; ")
     with pytest.raises(ValueError, match=names("steps")):
         Short(steps=0)
+
+
+UNCHECKED = {"data": "a folder path ('' for the default one), read by scansnap.wikitext.data_dir",
+             "check_family": "a fixed (K, distinct tokens, S0) of the probe states, never changed by a preset"}
+
+
+@pytest.mark.parametrize("cls", _configs(), ids=lambda c: c.__qualname__)
+def test_every_field_is_checked_where_it_is_declared_or_by_validate(cls) -> None:
+    """A field carries its check (``param(default, check, ...)``), or ``validate()`` (cross-field checks, or a rule
+    object that checks them, e.g. RatesConfig.rule) reads it, or it is one of the few free values above."""
+    reads = inspect.getsource(cls.validate) + "".join(
+        inspect.getsource(getattr(cls, m)) for m in ("rule",) if hasattr(cls, m))
+    loose = [f.name for f in dataclasses.fields(cls) if declared(cls, f.name, "check") is None
+             and f"self.{f.name}" not in reads and f.name not in UNCHECKED]
+    assert not loose, f"{cls.__qualname__}: fields with no check: {loose}"

@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from scansnap import figures, theory, train
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.params import Int, listed, param
+from scansnap.params import Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
@@ -194,8 +194,8 @@ class FamiliesConfig(Config):
     families: int = param(20000, Int(low=1))
     seed: int = param(0, Int(low=0))
     leaves: int = param(5, Int(low=1))
-    overlap: float = 0.3
-    weak: float = 0.001
+    overlap: float = param(0.3, Real(0, 1, open="high"))
+    weak: float = param(0.001, Positive())
     PROTOCOL = ("{families} random families (K = 2..8 classes, K+3..40 tokens, random supports and weights in [0.05, "
                 "1], kept when ||E||_2 < 1; seed {seed}) and a star family ({leaves} leaves at overlap {overlap}, one "
                 "class at {weak})")
