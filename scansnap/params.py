@@ -10,10 +10,10 @@ protocol wording, so validation and the protocol text are derived, not written o
 A check is a small frozen object called as ``check(name, value)``; it calls the functions of
 :mod:`scansnap._checks` (so an error names the field and its allowed range, as everywhere in the library) and
 raises ``ValueError``. A wording is a format string with one ``{}`` for the value (a format spec such as
-``"eta_Y = {:g}"`` is allowed) or a function ``value -> str``. :meth:`Config.__post_init__
-<scansnap.results.Config.__post_init__>` runs every field's check and then the class's ``validate()`` (cross-field
-checks); :meth:`Config.protocol <scansnap.results.Config.protocol>` joins the wordings, or fills the class's
-``PROTOCOL`` template, where ``{name}`` stands for the field's worded phrase.
+``"eta_Y = {:g}"`` is allowed) or a function ``value -> str``. Making a :class:`~scansnap.results.Config` runs every
+field's check and then the class's :meth:`~scansnap.results.Config.validate` (cross-field checks);
+:meth:`~scansnap.results.Config.protocol` joins the wordings, or fills the class's
+:attr:`~scansnap.results.Config.PROTOCOL` template, where ``{name}`` stands for the field's worded phrase.
 """
 
 from __future__ import annotations

@@ -41,16 +41,16 @@ class Config:
     A subclass declares its fields with :func:`scansnap.params.param` (each with its check and its protocol
     wording) and sets ``PRESETS``: profile -> field overrides applied to its defaults (the ``paper`` values are the
     defaults where the paper gives them). Making one runs every field's check (an error names the field and its
-    allowed range), then :meth:`validate` (cross-field checks).
+    allowed range), then :meth:`~scansnap.results.Config.validate` (cross-field checks).
     """
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
 
     PROTOCOL: ClassVar[str | None] = None
-    """A template of :meth:`protocol`, or ``None`` (the fields' phrases joined by ``"; "``): ``{name}`` stands for
-    the field's worded phrase (:func:`scansnap.params.phrase`), or for its value (a format spec allowed) when it
-    has no wording, or for any other attribute of the configuration; ``{self.name}`` for the value itself (e.g.
-    ``{self.etas[0]}``)."""
+    """A template of :meth:`~scansnap.results.Config.protocol`, or ``None`` (the fields' phrases joined by ``"; "``):
+    ``{name}`` stands for the field's worded phrase (:func:`scansnap.params.phrase`), or for its value (a format
+    spec allowed) when it has no wording, or for any other attribute of the configuration; ``{self.name}`` for the
+    value itself (e.g. ``{self.etas[0]}``)."""
 
     def __post_init__(self) -> None:
         params.validate(self)
@@ -85,7 +85,8 @@ class Config:
 
     def protocol(self) -> str:
         """How a run with this configuration is made, in words: the one text verdicts, captions' provenance
-        and the ledger use, derived from the fields' wordings (or filled into :attr:`PROTOCOL`)."""
+        and the ledger use, derived from the fields' wordings (or filled into
+        :attr:`~scansnap.results.Config.PROTOCOL`)."""
         if self.PROTOCOL is not None:
             return self.PROTOCOL.format_map(_Phrases(self))
         values = self.to_dict()

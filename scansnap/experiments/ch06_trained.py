@@ -95,7 +95,8 @@ class TrainedConfig(Config):
         return theory.rate_grid(self.eta_Y0, self.eta_Z0, self.factor, self.n)
 
     def scope(self, evidence: str) -> str:
-        """Which run of the experiment a verdict on ``evidence`` reads (appended to :meth:`protocol`)."""
+        """Which run of the experiment a verdict on ``evidence`` reads (appended to
+        :meth:`~scansnap.results.Config.protocol`)."""
         return {"simulation": f"exact Eqn 10 (solve_ivp) over {self.steps} steps",
                 "training-population": f"scansnap.train, limit='population', {self.steps} steps",
                 "training-sampled": f"scansnap.train, sampled sequences T = {self.T}, batch {self.batch}, "
