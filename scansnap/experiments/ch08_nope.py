@@ -43,6 +43,7 @@ class NopeConfig(FreezeConfig):
     pairs: int = param(256, Int(low=2))
     min_pairs: int = param(200, Int(low=1))
     layers: int = param(1, Int(low=1, high=1))  # Z describes all of the attention of a 1-layer model only
+    PROTOCOL = FreezeConfig.PROTOCOL + "; with and without positional encoding (first seed)"
     NOT_GATED: ClassVar[dict[str, str]] = {
         **FreezeConfig.NOT_GATED,
         "stat_sequences": "the token study's sample of held-out windows (2,000 against 4,000): it is reported, not "
@@ -56,9 +57,6 @@ class NopeConfig(FreezeConfig):
                      shown=(0, 50, 100, 150)),
         "paper": {},
     }
-
-    def protocol(self) -> str:
-        return super().protocol() + "; with and without positional encoding (first seed)"
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
 from scansnap.experiments import wikitext_snap as ws
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.params import Choice, Fraction, Int, Maybe, Positive, Seeds, param
+from scansnap.params import Choice, Fraction, Int, Maybe, Positive, Seeds, param, seed_list
 from scansnap.results import Config
 
 CHAPTER = "book/chapters/08-wikitext"
@@ -102,6 +102,7 @@ class WikiConfig(Config):
         return super().cuts() + ((("train_split", "trained on valid + test less the held-out articles: train.txt "
                                    "is missing (paper profile: train.txt)"),) if cut else ())
 
+    @property
     def data_protocol(self) -> str:
         """The data and model of a run, in words (the common part of Chapter 8's protocols)."""
         train, held, _ = self.splits()
@@ -155,15 +156,17 @@ class FreezeConfig(WikiConfig):
     """
 
     dropout: float = 0.3
-    lr: float = param(5.0, Positive())
-    ff_lr: float | None = param(10.0, Maybe(Positive()))
+    lr: float = param(5.0, Positive(), "lr {:g}")
+    ff_lr: float | None = param(10.0, Maybe(Positive()), lambda v: "" if v is None else f" ({v:g} on linear1/linear2)")
     steps: int = param(1500, Int(low=2))
     every: int = param(50, Int(low=1))
     window: int = 500
     shown: tuple[int, ...] = (0, 500, 1000, 1500)
-    seeds: tuple[int, ...] = param((1, 2, 3), Seeds(distinct=True))
+    seeds: tuple[int, ...] = param((1, 2, 3), Seeds(distinct=True), seed_list)
     layers: int = param(1, Int(low=1))
     probe: int = param(0, Int(low=0))
+    PROTOCOL = ("{data_protocol}; {layers} layer(s), {lr}{ff_lr}, {steps} steps, {seeds}, checkpoints every {every} "
+                "steps, drift window {window} steps")
     PRESETS = {
         "smoke": dict(SMOKE, steps=6, every=2, window=4, shown=(0, 2, 4, 6), seeds=(1, 2)),
         "book": dict(BOOK, steps=450, every=50, window=150, shown=(0, 150, 300, 450), seeds=(1, 2)),
@@ -196,11 +199,6 @@ class FreezeConfig(WikiConfig):
             raise ValueError(f"shown: must be checkpoint steps (multiples of every = {self.every} in "
                              f"[0, {self.steps}]); got {self.shown}")
         check_int("probe", self.probe, low=0, high=self.eval_sequences - 1)
-
-    def protocol(self) -> str:
-        ff = "" if self.ff_lr is None else f" ({self.ff_lr:g} on linear1/linear2)"
-        return (f"{self.data_protocol()}; {self.layers} layer(s), lr {self.lr:g}{ff}, {self.steps} steps, seeds "
-                f"{list(self.seeds)}, checkpoints every {self.every} steps, drift window {self.window} steps")
 
     def train(self, data: lm_train.Corpus, seed: int, positional: bool = True,
               progress: Progress | None = None) -> tuple[lm.TransformerLM, lm_train.Trajectory]:

@@ -26,7 +26,7 @@ from scansnap._checks import check_int, check_positive  # noqa: F401
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Progress
 from scansnap.experiments.ch08_wikitext import BOOK, GATED_DATA, PROCESSES, SMOKE, WikiConfig
-from scansnap.params import Each, Int, Positive, Seeds, param
+from scansnap.params import Each, Int, Positive, Seeds, param, seed_list
 
 __all__ = ["DeepRatesConfig", "RatesConfig", "RatesResult", "rates_checkpoints", "rates_prefix", "rates_work",
            "run_rates"]
@@ -45,14 +45,19 @@ class RatesConfig(WikiConfig):
         min_rates: the fewest learning rates with every seed converged that C41 (X7) is judged on.
     """
 
-    lrs: tuple[float, ...] = param((1.25, 2.0, 3.2, 5.0, 8.0), Each(Positive(), min_len=2, increasing=True))
-    seeds: tuple[int, ...] = param((1, 2, 3), Seeds(distinct=True))
-    layers: int = param(1, Int(low=1))
+    lrs: tuple[float, ...] = param((1.25, 2.0, 3.2, 5.0, 8.0), Each(Positive(), min_len=2, increasing=True),
+                                   lambda v: ", ".join(f"{x:g}" for x in v))
+    seeds: tuple[int, ...] = param((1, 2, 3), Seeds(distinct=True), seed_list)
+    layers: int = param(1, Int(low=1), lambda n: f"{n} layer{'s' if n > 1 else ''}")
     every: int = 100
     min_steps: int = 600
     steps: int = 2000
     tolerance: float = 0.01
     min_rates: int = 3
+    PROTOCOL = ("{data_protocol}; {layers}, SGD at each constant rate {lrs} on every parameter, {seeds}; each run "
+                "until the held-out loss improves by less than {tolerance:.0%} over the last fifth of its steps "
+                "(measured every {every}, from step {min_steps}; cap {steps} steps), diverged when it exceeds its "
+                "step-0 value; held-out entropy of the first layer at step 0 and where the run stops")
     PRESETS = {
         "smoke": dict(SMOKE, lrs=(0.5, 2.0, 8.0), seeds=(1,), every=2, min_steps=2, steps=4),
         "book": dict(BOOK, seeds=(1,), every=40, min_steps=80, steps=120),
@@ -79,12 +84,6 @@ class RatesConfig(WikiConfig):
         """The convergence rule of every run."""
         return lm_converge.Convergence(self.every, self.min_steps, self.steps, self.tolerance)
 
-    def protocol(self) -> str:
-        return (f"{self.data_protocol()}; {self.layers} layer{'s' if self.layers > 1 else ''}, SGD at each constant "
-                f"rate {', '.join(f'{x:g}' for x in self.lrs)} on every parameter, seeds {list(self.seeds)}; each run "
-                f"until the held-out loss improves by less than {self.tolerance:.0%} over the last fifth of its steps "
-                f"(measured every {self.every}, from step {self.min_steps}; cap {self.steps} steps), diverged when "
-                "it exceeds its step-0 value; held-out entropy of the first layer at step 0 and where the run stops")
 
 
 @dataclass(frozen=True)
