@@ -24,7 +24,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import torch
 
-from scansnap import profiles
+from scansnap import params, profiles
 from scansnap._checks import check_choice
 from scansnap._io import atomic_write, jsonable
 
@@ -38,12 +38,26 @@ _META = "__meta__"
 class Config:
     """Base of experiment configurations: frozen, with presets per profile.
 
-    A subclass sets ``PRESETS``: profile -> field overrides applied to its defaults (the ``paper``
-    values are the defaults where the paper gives them), and validates its fields in
-    ``__post_init__`` with :mod:`scansnap._checks` (an error names the field and its allowed range).
+    A subclass declares its fields with :func:`scansnap.params.param` (each with its check and its protocol
+    wording) and sets ``PRESETS``: profile -> field overrides applied to its defaults (the ``paper`` values are the
+    defaults where the paper gives them). Making one runs every field's check (an error names the field and its
+    allowed range), then :meth:`~scansnap.results.Config.validate` (cross-field checks).
     """
 
     PRESETS: ClassVar[dict[str, dict[str, Any]]] = {}
+
+    PROTOCOL: ClassVar[str | None] = None
+    """A template of :meth:`~scansnap.results.Config.protocol`, or ``None`` (the fields' phrases joined by ``"; "``):
+    ``{name}`` stands for the field's worded phrase (:func:`scansnap.params.phrase`), or for its value (a format
+    spec allowed) when it has no wording, or for any other attribute of the configuration; ``{self.name}`` for the
+    value itself (e.g. ``{self.etas[0]}``)."""
+
+    def __post_init__(self) -> None:
+        params.validate(self)
+        self.validate()
+
+    def validate(self) -> None:
+        """Cross-field checks (raise ``ValueError`` naming the fields); the fields' own checks have run."""
 
     @classmethod
     def preset(cls, profile: str | None = None):
@@ -71,8 +85,12 @@ class Config:
 
     def protocol(self) -> str:
         """How a run with this configuration is made, in words: the one text verdicts, captions' provenance
-        and the ledger use (a subclass writes it as prose; the default lists the fields)."""
-        return "; ".join(f"{k} = {v}" for k, v in self.to_dict().items())
+        and the ledger use, derived from the fields' wordings (or filled into
+        :attr:`~scansnap.results.Config.PROTOCOL`)."""
+        if self.PROTOCOL is not None:
+            return self.PROTOCOL.format_map(_Phrases(self))
+        values = self.to_dict()
+        return "; ".join(params.phrase(self, f.name, values[f.name]) for f in dataclasses.fields(self))
 
     def shortfall(self) -> tuple[str, ...]:
         """The phrases of :meth:`cuts` (empty: at or above the paper's protocol)."""
@@ -143,6 +161,21 @@ class AsMade:
     def shortfall(self) -> tuple[str, ...]:
         """The phrases of :meth:`cuts`."""
         return tuple(cut.phrase for cut in self.cuts())
+
+
+class _Phrases(dict):
+    """The names a :attr:`Config.PROTOCOL` template reads: a worded field's phrase, else the attribute."""
+
+    def __init__(self, config: Config) -> None:
+        super().__init__()
+        self.config = config
+
+    def __missing__(self, name: str) -> Any:
+        if name == "self":
+            return self.config
+        value = getattr(self.config, name)
+        worded = params.declared(type(self.config), name, "words") is not None
+        return params.phrase(self.config, name, value) if worded else value
 
 
 def save(result: object, path: Path) -> Path:

@@ -21,8 +21,9 @@ import numpy as np
 import torch
 
 from scansnap import data, metrics, train
-from scansnap._checks import check_choice, check_int, check_positive
+from scansnap._checks import check_int
 from scansnap._threads import one_thread
+from scansnap.params import Choice, Each, Fraction, Int, Positive, Seeds, listed, param, seed_list
 from scansnap.results import Config
 
 __all__ = ["GridConfig", "GridRun", "configurations", "sequence_counts", "train_grid"]
@@ -41,36 +42,19 @@ class GridConfig(Config):
         dtype: ``"float32"`` (the precision of the authors' runs) or ``"float64"``.
     """
 
-    num_query: tuple[int, ...] = (1, 3, 5, 10)
-    eta_Z: tuple[float, ...] = (0.5, 1.0, 2.0, 3.0)
-    ratio: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0)
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    steps: int = 100
-    batch: int = 128
-    T: int = 128
-    momentum: float = 0.9
-    init: str = "uniform"
-    dtype: str = "float32"
-
-    def __post_init__(self) -> None:
-        for name in ("num_query", "eta_Z", "ratio", "seeds"):
-            values = getattr(self, name)
-            if not values or list(values) != sorted(set(values)):
-                raise ValueError(f"{name}: must be a non-empty strictly increasing tuple; got {values!r}")
-        for q in self.num_query:
-            check_int("num_query", q, low=1)
-        for name in ("eta_Z", "ratio"):
-            for v in getattr(self, name):
-                check_positive(name, v)
-        for s in self.seeds:
-            check_int("seeds", s, low=0)
-        check_int("steps", self.steps, low=1)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum: must be in [0, 1); got {self.momentum}")
-        check_choice("init", self.init, ("zero", "uniform"))
-        check_choice("dtype", self.dtype, ("float32", "float64"))
+    num_query: tuple[int, ...] = param((1, 3, 5, 10), Each(Int(low=1), increasing=True), listed)
+    eta_Z: tuple[float, ...] = param((0.5, 1.0, 2.0, 3.0), Each(Positive(), increasing=True), listed)
+    ratio: tuple[float, ...] = param((1.0, 2.0, 5.0, 10.0), Each(Positive(), increasing=True), listed)
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds(increasing=True), seed_list)
+    steps: int = param(100, Int(low=1))
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    momentum: float = param(0.9, Fraction())
+    init: str = param("uniform", Choice("zero", "uniform"))
+    dtype: str = param("float32", Choice("float32", "float64"))
+    PROTOCOL = ("Syn-Medium q in {num_query}, eta_Z in {eta_Z}, eta_Y/eta_Z in {ratio}, {seeds}: {steps} SGD steps "
+                "(momentum {momentum:g}), batch {batch}, T = {T}, {init} initialization, {dtype}; entropy of f_n over "
+                "the distinct tokens after the last step")
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -69,6 +69,7 @@ EXEMPT = {
     "scansnap.verdict_table": "a chapter's verdict section (what book.record returns): the table and its undecided",
     "scansnap.provenance": "the version and commit each chapter prints first",
     "scansnap.results": "typed configs with presets and saved results (DESIGN.md)",
+    "scansnap.params": "a typed config's declared fields: each field's check and protocol wording (DESIGN.md)",
     "scansnap.stats": "the statistics the verdict rules use (paired t, trends, slopes)",
     "scansnap.verdicts": "verdict rules and evidence kinds (DESIGN.md, the claims ledger)",
 }

@@ -19,8 +19,8 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, metrics, train
-from scansnap._checks import check_choice, check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.params import Choice, Fraction, Int, Positive, Seeds, param, seed_range
 from scansnap.results import Config
 from scansnap.theory import autograd_gradients, lemma1_gradients
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
@@ -40,28 +40,18 @@ class Lemma1Config(Config):
         seed: torch seed of the draws.
     """
 
-    instances: int = 1000
-    M: int = 13
-    T: int = 40
-    max_batch: int = 8
-    seed: int = 0
+    instances: int = param(1000, Int(low=1), "{} random float64 instances")
+    M: int = param(13, Int(low=2), "M = {}")
+    T: int = param(40, Int(low=2), "T = {}")
+    max_batch: int = param(8, Int(low=1), "1-{} sequences each")
+    seed: int = param(0, Int(low=0), "torch seed {}")
+    PROTOCOL = "{instances}: {M}, {T}, {max_batch}, Gaussian Y and Z, uniform tokens, {seed}; closed form vs autograd"
     PRESETS = {"smoke": dict(instances=20), "book": dict(instances=200), "paper": {}}
     NOT_GATED: ClassVar[dict[str, str]] = {
         "instances": "a derivation's check: Lemma 1's closed form is exact, and a wrong one errs at the gradient's "
                      "scale on every instance, so 200 random instances decide C1-C3 as 1,000 do; the rules count the "
                      "instances themselves (at least 100 verify) and the protocol names them"}
     """Fields whose book and paper presets differ, with why no verdict depends on them."""
-
-    def __post_init__(self) -> None:
-        check_int("instances", self.instances, low=1)
-        check_int("M", self.M, low=2)
-        check_int("T", self.T, low=2)
-        check_int("max_batch", self.max_batch, low=1)
-        check_int("seed", self.seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"{self.instances} random float64 instances: M = {self.M}, T = {self.T}, 1-{self.max_batch} sequences "
-                f"each, Gaussian Y and Z, uniform tokens, torch seed {self.seed}; closed form vs autograd")
 
 
 @dataclass(frozen=True)
@@ -175,35 +165,21 @@ class SynSmallConfig(Config):
         eta_Y, eta_Z: learning rates; momentum: heavy-ball momentum; init: ``"zero"`` or ``"uniform"``.
     """
 
-    steps: int = 100
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    batch: int = 128
-    T: int = 128
-    eta_Y: float = 1.0
-    eta_Z: float = 1.0
-    momentum: float = 0.9
-    init: str = "zero"
+    steps: int = param(100, Int(low=1), "{} steps")
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds(), seed_range)
+    batch: int = param(128, Int(low=1), "batch {}")
+    T: int = param(128, Int(low=2), "T = {}")
+    eta_Y: float = param(1.0, Positive(), "eta_Y = {:g}")
+    eta_Z: float = param(1.0, Positive(), "eta_Z = {:g}")
+    momentum: float = param(0.9, Fraction(), "momentum {:g}")
+    init: str = param("zero", Choice("zero", "uniform"), "{} initialization")
+    PROTOCOL = ("Syn-Small, SGD ({momentum}, {batch}, {T}, {eta_Y}, {eta_Z}, {init}), {steps}, {seeds}, sampled and in "
+                "the long-sequence limit")
     PRESETS = {"smoke": dict(steps=10, seeds=(1, 2)), "book": dict(seeds=(1, 2, 3, 4, 5)), "paper": {}}
     NOT_GATED: ClassVar[dict[str, str]] = {
         "seeds": "no rule reads these runs: Chapter 1's figure shows the setting (sampled against the long-sequence "
                  "limit), and the training claims on Syn-Small are judged in Chapters 2 and 5 on their own runs"}
     """Fields whose book and paper presets differ, with why no verdict depends on them."""
-
-    def __post_init__(self) -> None:
-        check_int("steps", self.steps, low=1)
-        check_seeds("seeds", self.seeds)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        check_positive("eta_Y", self.eta_Y)
-        check_positive("eta_Z", self.eta_Z)
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum: must be in [0, 1); got {self.momentum}")
-        check_choice("init", self.init, ("zero", "uniform"))
-
-    def protocol(self) -> str:
-        return (f"Syn-Small, SGD (momentum {self.momentum:g}, batch {self.batch}, T = {self.T}, eta_Y = "
-                f"{self.eta_Y:g}, eta_Z = {self.eta_Z:g}, {self.init} initialization), {self.steps} steps, seeds "
-                f"{self.seeds[0]}-{self.seeds[-1]} ({len(self.seeds)}), sampled and in the long-sequence limit")
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,9 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, metrics, theory, train
-from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import init_params, token_counts
+from scansnap.params import Each, Int, Positive, Real, Seeds, listed, param, seed_range
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least
 
@@ -47,15 +47,18 @@ class AssumptionsConfig(Config):
         bias_samples: fresh sequences of length ``T`` for the bias of ``f~`` at ``Z = 0``.
     """
 
-    steps: int = 100
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    batch: int = 128
-    T: int = 128
-    eta: float = 1.0
-    momentum: float = 0.9
-    medium: tuple[int, ...] = (1, 3, 5, 10)
-    init_seed: int = 1
-    bias_samples: int = 100000
+    steps: int = param(100, Int(low=2), "{} SGD steps")
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds(), seed_range)
+    batch: int = param(128, Int(low=1), "batch {}")
+    T: int = param(128, Int(low=2), "T = {}")
+    eta: float = param(1.0, Positive(), "eta_Y = eta_Z = {:g}")
+    momentum: float = param(0.9, Real(0, 1, open="both"), "momentum {:g}")
+    medium: tuple[int, ...] = param((1, 3, 5, 10), Each(Int(low=1), min_len=0), listed)
+    init_seed: int = param(1, Int(low=0), "uniform init (seed {})")
+    bias_samples: int = param(100000, Int(low=2), "bias of f~ over {} sequences")
+    PROTOCOL = ("Syn-Small, the authors' protocol: {steps}, {batch}, {T}, {eta}, zero init, {seeds}; {momentum} vs "
+                "plain SGD (same batches) at eta, at eta/(1 - momentum) and with momentum's warm-up; the long-sequence "
+                "limit as reference; Syn-Medium {medium} with the {init_seed}; {bias_samples}")
     PRESETS = {"smoke": dict(steps=20, seeds=(1, 2, 3, 4), bias_samples=2000),
                "book": dict(seeds=(1, 2, 3, 4, 5), bias_samples=20000), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds")
@@ -66,26 +69,6 @@ class AssumptionsConfig(Config):
         "bias_samples": "the bias of f~ at T = 128 over these sequences is context in C43's details; no criterion "
                         "reads it"}
     """Fields whose book and paper presets differ, with why no verdict depends on them."""
-
-    def __post_init__(self) -> None:
-        check_int("steps", self.steps, low=2)
-        check_seeds("seeds", self.seeds)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        check_positive("eta", self.eta)
-        if check_fraction("momentum", self.momentum) == 0:
-            raise ValueError("momentum: must be in (0, 1) (the comparison is with plain SGD)")
-        for q in self.medium:
-            check_int("medium", q, low=1)
-        check_int("init_seed", self.init_seed, low=0)
-        check_int("bias_samples", self.bias_samples, low=2)
-
-    def protocol(self) -> str:
-        return (f"Syn-Small, the authors' protocol: {self.steps} SGD steps, batch {self.batch}, T = {self.T}, eta_Y = "
-                f"eta_Z = {self.eta:g}, zero init, seeds {self.seeds[0]}-{self.seeds[-1]} ({len(self.seeds)}); "
-                f"momentum {self.momentum:g} vs plain SGD (same batches) at eta, at eta/(1 - momentum) and with "
-                f"momentum's warm-up; the long-sequence limit as reference; Syn-Medium {list(self.medium)} with the "
-                f"uniform init (seed {self.init_seed}); bias of f~ over {self.bias_samples} sequences")
 
     def schedule(self) -> list[float]:
         """Momentum's warm-up: the factor ``(1 - momentum^(t+1)) / (1 - momentum)`` of step ``t``."""

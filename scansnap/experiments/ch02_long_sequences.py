@@ -26,6 +26,7 @@ from scansnap import data, figures, stats, theory
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import token_counts
+from scansnap.params import Each, Int, Real, listed, param
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_most
 
@@ -50,13 +51,15 @@ class ConcentrationConfig(Config):
         fit_from: the asymptotic range of the rate fits is ``T >= fit_from``.
     """
 
-    top: int = 14
-    samples: int = 20000
-    sigmas: tuple[float, ...] = (0.0, 0.5, 1.0)
-    delta: float = 0.05
-    seed: int = 1
-    z_seed: int = 0
-    fit_from: int = 256
+    top: int = param(14, Int(low=4, high=20))
+    samples: int = param(20000, Int(low=2), "{} fresh sequences")
+    sigmas: tuple[float, ...] = param((0.0, 0.5, 1.0), Each(Real(0, 10)), listed)
+    delta: float = param(0.05, Real(0, 1, open="both"), "delta = {}")
+    seed: int = param(1, Int(low=0), "sequence seed {}")
+    z_seed: int = param(0, Int(low=0), "seed {}")
+    fit_from: int = param(256, None, "T >= {}")  # checked against top by validate()
+    PROTOCOL = ("Syn-Small, {samples} per T = 16..{T_max}, Z = sigma G for sigma in {sigmas} (G standard normal, "
+                "{z_seed}), {seed}; rates fitted over {fit_from}; Lemma 18 at {delta}")
     PRESETS = {"smoke": dict(top=10, samples=400), "book": dict(top=12, samples=4000), "paper": {}}
     NOT_GATED: ClassVar[dict[str, str]] = {
         "top": "a simulation's resolution: C4's rule fits the rate over T >= fit_from up to 2**top and reads the far "
@@ -67,21 +70,13 @@ class ConcentrationConfig(Config):
                    "protocol names the count"}
     """Fields whose book and paper presets differ, with why no verdict depends on them."""
 
-    def __post_init__(self) -> None:
-        check_int("top", self.top, low=4, high=20)
-        check_int("samples", self.samples, low=2)
-        if not self.sigmas or any(not (isinstance(s, int | float) and 0 <= s <= 10) for s in self.sigmas):
-            raise ValueError(f"sigmas: must hold scales in [0, 10]; got {self.sigmas!r}")
-        if not 0 < self.delta < 1:
-            raise ValueError(f"delta: must be a failure probability in (0, 1); got {self.delta!r}")
-        check_int("seed", self.seed, low=0)
-        check_int("z_seed", self.z_seed, low=0)
+    def validate(self) -> None:
         check_int("fit_from", self.fit_from, low=16, high=2 ** (self.top - 2))
 
-    def protocol(self) -> str:
-        return (f"Syn-Small, {self.samples} fresh sequences per T = 16..{2 ** self.top}, Z = sigma G for sigma in "
-                f"{list(self.sigmas)} (G standard normal, seed {self.z_seed}), sequence seed {self.seed}; rates fitted "
-                f"over T >= {self.fit_from}; Lemma 18 at delta = {self.delta}")
+    @property
+    def T_max(self) -> int:
+        """The largest sequence length, ``2**top``."""
+        return 2 ** self.top
 
     @property
     def T(self) -> tuple[int, ...]:

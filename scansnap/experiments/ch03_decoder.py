@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from scansnap import figures, stats, theory, train
 from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.params import Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
@@ -38,25 +39,21 @@ from scansnap.verdicts import Rule, Verdict, at_least, at_most
 class Fig8Config(Config):
     """Figure 8: ``pairs`` of ``(M, eta_Y)``, ``steps`` class visits, about ``points`` log-spaced points plotted."""
 
-    pairs: tuple[tuple[int, float], ...] = ((50, 0.7), (200, 0.1), (1000, 1.0), (10, 3.0))
-    steps: int = 200000
-    points: int = 300
+    pairs: tuple[tuple[int, float], ...] = param(((50, 0.7), (200, 0.1), (1000, 1.0), (10, 3.0)), None, listed)
+    steps: int = param(200000, Int(low=10), "every visit s = 0..{}")
+    points: int = param(300, Int(low=3))
+    PROTOCOL = "(M, eta_Y) in {pairs}, {steps}; solve_ivp DOP853 (rtol 1e-12)"
     PRESETS = {"smoke": dict(steps=2000, points=60), "book": dict(steps=20000, points=200), "paper": {}}
     NOT_GATED = {"steps": "derivation evidence (a closed form against solve_ivp and Eqn 45's residual along the run): "
                           "its rule reads the worst error over the visits it computes, which a shorter run does not "
                           "hide (the closed form holds at every visit); derivations carry no protocol cuts",
                  "points": "the plotted points' resolution: C8's errors are read at every point computed"}
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         for M, eta in self.pairs:
             check_int("pairs: M", M, low=2)
             if not 0 < eta <= 4 * (M - 1) / M:
                 raise ValueError(f"pairs: eta must be in (0, 4 (M-1)/M] (Lemma 7); got {eta} for M = {M}")
-        check_int("steps", self.steps, low=10)
-        check_int("points", self.points, low=3)
-
-    def protocol(self) -> str:
-        return f"(M, eta_Y) in {list(self.pairs)}, every visit s = 0..{self.steps}; solve_ivp DOP853 (rtol 1e-12)"
 
 
 @dataclass(frozen=True)
@@ -191,25 +188,18 @@ class FamiliesConfig(Config):
     """Random families with ``||E||_2 < 1`` (:func:`scansnap.theory.random_inputs`) and the star family
     (:func:`scansnap.theory.star_inputs` with these ``leaves``, ``overlap``, ``weak``)."""
 
-    families: int = 20000
-    seed: int = 0
-    leaves: int = 5
-    overlap: float = 0.3
-    weak: float = 0.001
+    families: int = param(20000, Int(low=1))
+    seed: int = param(0, Int(low=0))
+    leaves: int = param(5, Int(low=1))
+    overlap: float = param(0.3, Real(0, 1, open="high"))
+    weak: float = param(0.001, Positive())
+    PROTOCOL = ("{families} random families (K = 2..8 classes, K+3..40 tokens, random supports and weights in [0.05, "
+                "1], kept when ||E||_2 < 1; seed {seed}) and a star family ({leaves} leaves at overlap {overlap}, one "
+                "class at {weak})")
     PRESETS = {"smoke": dict(families=200), "book": dict(families=2000), "paper": {}}
     NOT_GATED = {"families": "a derivation's sample size: its rules count the random families themselves (C6's "
                              "worst error over them; C10's share read at the lower end of its Wilson interval, which "
                              "widens with fewer families)"}
-
-    def __post_init__(self) -> None:
-        check_int("families", self.families, low=1)
-        check_int("seed", self.seed, low=0)
-        check_int("leaves", self.leaves, low=1)
-
-    def protocol(self) -> str:
-        return (f"{self.families} random families (K = 2..8 classes, K+3..40 tokens, random supports and weights in "
-                f"[0.05, 1], kept when ||E||_2 < 1; seed {self.seed}) and a star family ({self.leaves} leaves at "
-                f"overlap {self.overlap}, one class at {self.weak})")
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scansnap import figures, train
-from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch03_theorem1 import _check_family, weak_family
+from scansnap.experiments.ch03_theorem1 import weak_family
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
@@ -43,15 +43,18 @@ class GammaConfig(Config):
     """``gamma`` along full-batch SGD for each of ``etas``; the early regime is fitted on ``t <= early_to t_0``,
     the late one on ``t >= late_from t_0``."""
 
-    K: int = 4
-    M: int = 1000
-    num_distinct: int = 10
-    common_weight: float = 0.5
-    etas: tuple[float, ...] = (0.1, 0.3, 1.0, 3.0)
-    steps: int = 100000
-    points: int = 100
-    early_to: float = 0.1
-    late_from: float = 100.0
+    K: int = param(4, Int(low=2))
+    M: int = param(1000, Int(low=3))
+    num_distinct: int = param(10, Int(low=1))
+    common_weight: float = param(0.5, Positive())
+    etas: tuple[float, ...] = param((0.1, 0.3, 1.0, 3.0), Each(Positive(), min_len=0), listed)
+    steps: int = param(100000, Int(low=10))
+    points: int = param(100, Int(low=3))
+    early_to: float = param(0.1, Real(0, 1, open="both"))
+    late_from: float = param(100.0, Real(low=10))
+    PROTOCOL = ("full-batch SGD on Y, Z = 0 frozen, T = inf: weak family ({K} classes, {num_distinct} distinct tokens, "
+                "common weight {common_weight}), M = {M}, eta_Y in {etas}, {steps} steps; Theorem 1's formula read at "
+                "M = {M}, eta_Y = 1")
     PRESETS = {"smoke": dict(steps=2000, points=30), "book": dict(steps=20000, points=60), "paper": {}}
     NOT_GATED = {"steps": "derivation and simulation evidence, which carries no protocol cuts (Rule.judge labels only "
                           "training and real data): C11's formula is judged at fixed multiples of t_0 (computed from "
@@ -59,21 +62,6 @@ class GammaConfig(Config):
                           "t >= late_from t_0",
                  "points": "the snapshots' resolution: the early slope is read with its standard error (its 95% "
                            "interval's far end), which fewer points widen"}
-
-    def __post_init__(self) -> None:
-        for eta in self.etas:
-            _check_family(self.K, self.num_distinct, self.common_weight, eta)
-        check_int("M", self.M, low=3)
-        check_int("steps", self.steps, low=10)
-        check_int("points", self.points, low=3)
-        if not 0 < self.early_to < 1 or not self.late_from >= 10:
-            raise ValueError(f"early_to, late_from: need 0 < early_to < 1 and late_from >= 10; got "
-                             f"{self.early_to}, {self.late_from}")
-
-    def protocol(self) -> str:
-        return (f"full-batch SGD on Y, Z = 0 frozen, T = inf: weak family ({self.K} classes, {self.num_distinct} "
-                f"distinct tokens, common weight {self.common_weight}), M = {self.M}, eta_Y in {list(self.etas)}, "
-                f"{self.steps} steps; Theorem 1's formula read at M = {self.M}, eta_Y = 1")
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scansnap import data, figures
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch03_gamma import snapshot_grid
+from scansnap.params import Each, Fraction, Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
@@ -34,32 +35,25 @@ class CorrelatedConfig(Config):
     """Equal overlaps ``rhos`` (0 first) between ``K`` classes, ``M`` output tokens, ``eta``; ``steps`` of full-batch
     SGD with ``points`` snapshots; Remark 1's ``M = K`` case over ``exact_steps`` steps."""
 
-    K: int = 4
+    K: int = param(4, Int(low=2))
     M: int = 1000
-    eta: float = 1.0
-    rhos: tuple[float, ...] = (0.0, 0.2, 0.5, 0.8, 0.95)
-    steps: int = 100000
-    points: int = 80
-    exact_steps: int = 5000
+    eta: float = param(1.0, Positive())
+    rhos: tuple[float, ...] = param((0.0, 0.2, 0.5, 0.8, 0.95), Each(Fraction()), lambda r: str(list(r[1:])))
+    steps: int = param(100000, Int(low=10))
+    points: int = param(80, Int(low=3))
+    exact_steps: int = param(5000, Int(low=1))
+    PROTOCOL = ("full-batch SGD on Y, equal overlaps rho in {rhos}, K = {K}, eta_Y = {eta}: M = K over {exact_steps} "
+                "steps, and M = {M} over {steps} steps")
     PRESETS = {"smoke": dict(steps=2000, points=20, exact_steps=500), "book": dict(steps=20000, points=50),
                "paper": {}}
     NOT_GATED = {"steps": "a simulation's horizon: C12's rate error is read from Corollary 1's late form at the "
                           "run's last step, whichever it is; the exact (M = K) error is a derivation at every step",
                  "points": "the snapshots' resolution: C12's errors are the largest over the snapshots computed"}
 
-    def __post_init__(self) -> None:
-        check_int("K", self.K, low=2)
+    def validate(self) -> None:
         check_int("M", self.M, low=self.K + 1)
-        check_positive("eta", self.eta)
-        if not self.rhos or self.rhos[0] != 0 or any(not 0 <= r < 1 for r in self.rhos):
+        if self.rhos[0] != 0:
             raise ValueError(f"rhos: must start with 0 and lie in [0, 1); got {self.rhos!r}")
-        check_int("steps", self.steps, low=10)
-        check_int("points", self.points, low=3)
-        check_int("exact_steps", self.exact_steps, low=1)
-
-    def protocol(self) -> str:
-        return (f"full-batch SGD on Y, equal overlaps rho in {list(self.rhos[1:])}, K = {self.K}, eta_Y = {self.eta}: "
-                f"M = K over {self.exact_steps} steps, and M = {self.M} over {self.steps} steps")
 
 
 @dataclass(frozen=True)

@@ -22,17 +22,16 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from scansnap import figures, stats, train
-from scansnap._checks import check_int, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch03_theorem1 import (
     C9_ALTERNATIVE,
     C9_NOTE,
     Theorem1Fit,
     XiShare,
-    _check_family,
     c9_criteria,
     weak_family,
 )
+from scansnap.params import Int, Positive, Real, Seeds, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
@@ -52,36 +51,27 @@ class SGD1Config(Config):
     are judged from ``t >= min_visits * K`` (each class seen about ``min_visits`` times); the regimes of
     ``gamma`` on ``t <= early_to * t_0`` and ``t >= late_from * t_0``."""
 
-    K: int = 4
-    num_distinct: int = 10
-    common_weight: float = 0.5
-    eta: float = 0.3
-    steps: int = 50000
-    points: int = 60
-    seeds: tuple[int, ...] = tuple(range(1, 9))
-    min_visits: int = 10
-    early_to: float = 0.1
-    late_from: float = 100.0
+    K: int = param(4, Int(low=2))
+    num_distinct: int = param(10, Int(low=1))
+    common_weight: float = param(0.5, Positive())
+    eta: float = param(0.3, Positive())
+    steps: int = param(50000, Int(low=10))
+    points: int = param(60, Int(low=3))
+    seeds: tuple[int, ...] = param(tuple(range(1, 9)), Seeds(), lambda s: f"seeds {s[0]}-{s[-1]}, {len(s)}")
+    min_visits: int = param(10, Int(low=1))
+    early_to: float = param(0.1, Real(0, 1, open="both"))
+    late_from: float = param(100.0, Real(low=10))
+    PROTOCOL = ("SGD on Y of the model, batch size 1, a uniformly random class per step ({seeds}), Z = 0 frozen, T = "
+                "inf; {K} classes with {num_distinct} distinct tokens and one common token of weight {common_weight}, "
+                "M = the family's vocabulary, eta_Y = {eta}, {steps} steps; coefficients from t >= {first_t}")
     PRESETS = {"smoke": dict(steps=2000, points=40, seeds=(1, 2), late_from=30.0),
                "book": dict(steps=20000, seeds=(1, 2, 3, 4, 5, 6)), "paper": {}}
     GATED = ("steps", "seeds")
 
-    def __post_init__(self) -> None:
-        _check_family(self.K, self.num_distinct, self.common_weight, self.eta)
-        check_int("steps", self.steps, low=10)
-        check_int("points", self.points, low=3)
-        check_seeds("seeds", self.seeds)
-        check_int("min_visits", self.min_visits, low=1)
-        if not 0 < self.early_to < 1 or not self.late_from >= 10:
-            raise ValueError(f"early_to, late_from: need 0 < early_to < 1 and late_from >= 10; got "
-                             f"{self.early_to}, {self.late_from}")
-
-    def protocol(self) -> str:
-        return (f"SGD on Y of the model, batch size 1, a uniformly random class per step (seeds {self.seeds[0]}-"
-                f"{self.seeds[-1]}, {len(self.seeds)}), Z = 0 frozen, T = inf; {self.K} classes with "
-                f"{self.num_distinct} distinct tokens and one common token of weight {self.common_weight}, M = the "
-                f"family's vocabulary, eta_Y = {self.eta}, {self.steps} steps; coefficients from t >= "
-                f"{self.min_visits * self.K}")
+    @property
+    def first_t(self) -> int:
+        """The first step the coefficients are read from, ``min_visits * K``."""
+        return self.min_visits * self.K
 
 
 @dataclass(frozen=True)
@@ -305,26 +295,15 @@ SGD1 = Experiment(
 class Lemma10Config(Config):
     """``runs`` Monte Carlo runs of ``t`` uniform draws among ``K`` classes; ``delta`` the failure probability."""
 
-    runs: int = 200000
-    t: int = 1000
-    K: int = 10
-    delta: float = 0.05
-    seed: int = 0
+    runs: int = param(200000, Int(low=1))
+    t: int = param(1000, Int(low=1))
+    K: int = param(10, Int(low=1))
+    delta: float = param(0.05, Real(0, 1, open="both"))
+    seed: int = param(0, Int(low=0))
+    PROTOCOL = "{runs} runs of t = {t} uniform draws among K = {K} classes, delta = {delta}, seed {seed}"
     PRESETS = {"smoke": dict(runs=2000), "book": dict(runs=50000), "paper": {}}
     NOT_GATED = {"runs": "a simulation's sample size: C14's rule counts the Monte Carlo runs itself (the share "
                          "outside Lemma 10's radius, with its interval)"}
-
-    def __post_init__(self) -> None:
-        check_int("runs", self.runs, low=1)
-        check_int("t", self.t, low=1)
-        check_int("K", self.K, low=1)
-        if not 0 < self.delta < 1:
-            raise ValueError(f"delta: must be a failure probability in (0, 1); got {self.delta!r}")
-        check_int("seed", self.seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"{self.runs} runs of t = {self.t} uniform draws among K = {self.K} classes, delta = {self.delta}, "
-                f"seed {self.seed}")
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from scansnap import data, train
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, Progress
+from scansnap.params import Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory import decoder as dec
 from scansnap.theory import decoder_sgd as sim
@@ -27,13 +28,6 @@ def weak_family(K: int, num_distinct: int, common_weight: float) -> data.Sequenc
     weight ``common_weight`` (weight 0.5 and 10 distinct tokens: every overlap is 0.061)."""
     return data.sequence_classes(num_query=K, next_per_query=1, num_common=1, num_distinct=num_distinct,
                                  common_weight=common_weight)
-
-
-def _check_family(K: int, num_distinct: int, common_weight: float, eta: float) -> None:
-    check_int("K", K, low=2)
-    check_int("num_distinct", num_distinct, low=1)
-    check_positive("common_weight", common_weight)
-    check_positive("eta", eta)
 
 
 def _coefficient_table(m: sim.GradientMeasures, gamma_t: np.ndarray, E: np.ndarray) -> dict[str, np.ndarray]:
@@ -53,14 +47,16 @@ class Theorem1Config(Config):
     """Full-batch SGD on ``Y`` for the weak family with ``M`` output tokens; ``steps`` with ``points`` log-spaced
     snapshots; ``ode_steps`` for the comparison with ``solve_ivp`` (on the family's own vocabulary)."""
 
-    K: int = 4
+    K: int = param(4, Int(low=2))
     M: int = 1000
-    eta: float = 1.0
-    num_distinct: int = 10
-    common_weight: float = 0.5
-    steps: int = 100000
-    points: int = 40
-    ode_steps: int = 5000
+    eta: float = param(1.0, Positive())
+    num_distinct: int = param(10, Int(low=1))
+    common_weight: float = param(0.5, Positive())
+    steps: int = param(100000, Int(low=10))
+    points: int = param(40, Int(low=3))
+    ode_steps: int = param(5000, Int(low=10))
+    PROTOCOL = ("full-batch SGD on Y, Z = 0 frozen, T = inf: {K} classes with {num_distinct} distinct tokens and one "
+                "common token of weight {common_weight}, M = {M} output tokens, eta_Y = {eta}, {steps} steps")
     PRESETS = {"smoke": dict(steps=1000, ode_steps=300), "book": dict(steps=20000, ode_steps=2000), "paper": {}}
     NOT_GATED = {"steps": "derivation and simulation evidence, which carries no protocol cuts (Rule.judge labels only "
                           "training and real data): the exact rows, residuals and gamma are checked at every step "
@@ -68,17 +64,8 @@ class Theorem1Config(Config):
                  "ode_steps": "the model-vs-numpy and step-size comparison's length: the same steps on both sides, "
                               "checked at every snapshot up to it"}
 
-    def __post_init__(self) -> None:
-        _check_family(self.K, self.num_distinct, self.common_weight, self.eta)
+    def validate(self) -> None:
         check_int("M", self.M, low=self.K)
-        check_int("steps", self.steps, low=10)
-        check_int("points", self.points, low=3)
-        check_int("ode_steps", self.ode_steps, low=10)
-
-    def protocol(self) -> str:
-        return (f"full-batch SGD on Y, Z = 0 frozen, T = inf: {self.K} classes with {self.num_distinct} distinct "
-                f"tokens and one common token of weight {self.common_weight}, M = {self.M} output tokens, eta_Y = "
-                f"{self.eta}, {self.steps} steps")
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, train
-from scansnap._checks import check_choice, check_int, check_positive
+from scansnap._checks import check_choice
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.params import Each, Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory.decoder import gamma, gram, theorem1_coefficients
 from scansnap.theory.families import example_families
@@ -46,25 +47,18 @@ class Eqn10Config(Config):
     """
 
     families: tuple[str, ...] = ("weak overlap", "weak overlap, asymmetric", "one common token", "Syn-Small")
-    checkpoints: tuple[int, ...] = (1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000)
-    eta_Y: float = 1.0
-    eta_Z: float = 0.1
-    disjoint_steps: int = 200
-    decomposition_step: int = 10
+    checkpoints: tuple[int, ...] = param((1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000, 2000),
+                                         Each(Int(low=1), increasing=True))
+    eta_Y: float = param(1.0, Positive())
+    eta_Z: float = param(0.1, Positive())
+    disjoint_steps: int = param(200, Int(low=1))
+    decomposition_step: int = param(10, Int(low=1))
     PRESETS = {"smoke": dict(checkpoints=(1, 3, 10), disjoint_steps=20), "book": {}, "paper": {}}
     GATED = ("checkpoints",)  # the horizon: the measured error grows with t (C15's worst number is at the last step)
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         for fam in self.families:
             check_choice("families", fam, tuple(example_families()))
-        if not self.checkpoints or list(self.checkpoints) != sorted(set(self.checkpoints)):
-            raise ValueError(f"checkpoints: must be increasing steps >= 1; got {self.checkpoints}")
-        for t in self.checkpoints:
-            check_int("checkpoints", t, low=1)
-        check_positive("eta_Y", self.eta_Y)
-        check_positive("eta_Z", self.eta_Z)
-        check_int("disjoint_steps", self.disjoint_steps, low=1)
-        check_int("decomposition_step", self.decomposition_step, low=1)
 
     def judged(self) -> tuple[str, ...]:
         """The families that meet Assumption 2 at ``eta_Y``, ``eta_Z`` (:func:`~scansnap.theory.overlaps.assumption2`):

@@ -26,8 +26,9 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import figures, train
-from scansnap._checks import check_choice, check_int, check_positive, check_seeds
+from scansnap._checks import check_choice, check_int, check_positive
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.params import Int, Positive, Seeds, param
 from scansnap.results import Config
 from scansnap.theory.families import example_families
 from scansnap.theory.fates import fate_counts, logits_from_attention
@@ -77,10 +78,10 @@ class TrainingConfig(Config):
                               "common to 2 of 3")
     counted: tuple[str, ...] = ("one common token", "Syn-Small", "Syn-Medium, one query")
     protocols: tuple[Protocol, ...] = default_protocols(1000, 100)
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    batch: int = 128
-    T: int = 128
-    tol: float = 1e-12
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds())
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    tol: float = param(1e-12, Positive())
     PRESETS = {"smoke": dict(protocols=default_protocols(20, 20), seeds=(1,)),
                "book": dict(protocols=default_protocols(200, 100), seeds=(1, 2, 3, 4, 5)), "paper": {}}
     GATED = ("seeds",)
@@ -88,16 +89,12 @@ class TrainingConfig(Config):
                               "C16-C18 count the wrong-way moves over every step run, and the paper preset gives the "
                               "same shares (0 wrong-way, 1 asymmetric rise; checked for issue 26, 29 s against 4 s)"}
 
-    def __post_init__(self) -> None:
+    def validate(self) -> None:
         names = tuple(example_families())
         for fam in (*self.shown, *self.counted):
             check_choice("shown/counted family", fam, names)
         if [p.name for p in self.protocols].count("theorem") != 1:
             raise ValueError("protocols: must hold exactly one protocol named 'theorem'")
-        check_seeds("seeds", self.seeds)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        check_positive("tol", self.tol)
 
     def theorem(self) -> Protocol:
         return next(p for p in self.protocols if p.name == "theorem")

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from scansnap import data
-from scansnap._checks import check_int, check_positive
 from scansnap.experiments.base import Experiment, Progress
+from scansnap.params import Int, Positive, param
 from scansnap.results import Config
 from scansnap.theory.decoder import gamma_of_h, gram, xi
 from scansnap.theory.families import example_families, random_classes
@@ -41,27 +41,19 @@ class IdentitiesConfig(Config):
         eta_Z: attention learning rate of the comparison; seed: torch seed of every draw.
     """
 
-    families: int = 2000
-    symmetric: int = 201
-    eta_Z: float = 0.5
-    seed: int = 0
+    families: int = param(2000, Int(low=1))
+    symmetric: int = param(201, Int(low=1))
+    eta_Z: float = param(0.5, Positive(), "eta_Z = {:g}")
+    seed: int = param(0, Int(low=0))
+    PROTOCOL = ("{families} random families (scansnap.theory.families.random_classes, 2-5 classes, 1 to K queries) and "
+                "{families} with one common token, Gaussian Z, random margin h, {eta_Z}, torch seed {seed}; Corollary "
+                "2 on Syn-Medium (one query) at {symmetric} random symmetric logits; exact velocity from "
+                "scansnap.theory.population_zdot under theorem1_decoder")
     PRESETS = {"smoke": dict(families=20, symmetric=3), "book": dict(families=300, symmetric=31), "paper": {}}
     NOT_GATED = {"families": "a derivation's sample size: the rules read the worst error and the share of entries "
                              "over the random families drawn, and count them (families is a field of the measures)",
                  "symmetric": "a derivation's sample size: Corollary 2's worst error and share over the symmetric "
                               "families drawn"}
-
-    def __post_init__(self) -> None:
-        check_int("families", self.families, low=1)
-        check_int("symmetric", self.symmetric, low=1)
-        check_positive("eta_Z", self.eta_Z)
-        check_int("seed", self.seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"{self.families} random families (scansnap.theory.families.random_classes, 2-5 classes, 1 to K "
-                f"queries) and {self.families} with one common token, Gaussian Z, random margin h, eta_Z = "
-                f"{self.eta_Z:g}, torch seed {self.seed}; Corollary 2 on Syn-Medium (one query) at {self.symmetric} "
-                f"random symmetric logits; exact velocity from scansnap.theory.population_zdot under theorem1_decoder")
 
 
 @dataclass(frozen=True)

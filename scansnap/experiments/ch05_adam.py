@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from scansnap._checks import check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch05_synsmall import DISTINCT, Runs, plot_runs, runs_table, train_runs
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.theory.scanning_measures import modal_set
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
@@ -26,13 +26,16 @@ class Fig5Config(Config):
     """Attributes: steps, seeds, batch, T: as in Figure 4; lrs: Adam's learning rates (one for Y and Z);
     betas: Adam's; top_mass: the picked subset is the fewest distinct tokens holding this share."""
 
-    steps: int = 100
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    lrs: tuple[float, ...] = (0.01, 0.03, 0.1, 0.3, 1.0)
-    betas: tuple[float, float] = (0.9, 0.999)
-    batch: int = 128
-    T: int = 128
-    top_mass: float = 0.5
+    steps: int = param(100, Int(low=2))
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds(), seed_list)
+    lrs: tuple[float, ...] = param((0.01, 0.03, 0.1, 0.3, 1.0), Each(Positive(), min_len=2), listed)
+    betas: tuple[float, float] = param((0.9, 0.999), Each(Fraction(), min_len=2))
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    top_mass: float = param(0.5, Real(0, 1, open="low"))
+    PROTOCOL = ("Syn-Small, Adam (betas {self.betas}) with eta_Y = eta_Z = lr in {lrs}, batch {batch}, T = {T}, zero "
+                "initialization, {steps} steps, {seeds}; subset: the fewest distinct tokens holding {top_mass:.0%} of "
+                "class 1's final distinct attention. The paper's learning rates are not known")
     PRESETS = {"smoke": dict(steps=12, seeds=(1, 2), lrs=(0.1, 1.0)),
                "book": dict(seeds=(1, 2, 3, 4, 5), lrs=(0.03, 0.1, 0.3, 1.0)), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "lrs", "batch", "T")
@@ -41,25 +44,9 @@ class Fig5Config(Config):
     100 steps, fewer seeds make a subset harder to call stable in the run and in its split-half control alike, and
     any two learning rates that pick different stable subsets show the claim."""
 
-    def __post_init__(self) -> None:
-        check_int("steps", self.steps, low=2)
-        check_seeds("seeds", self.seeds)
-        if len(self.lrs) < 2:
-            raise ValueError(f"lrs: must hold at least two learning rates; got {self.lrs}")
-        for lr in self.lrs:
-            check_positive("lrs", lr)
-        if len(self.betas) != 2 or not all(0 <= b < 1 for b in self.betas):
+    def validate(self) -> None:
+        if len(self.betas) != 2:
             raise ValueError(f"betas: must be two numbers in [0, 1); got {self.betas}")
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        if not 0 < self.top_mass <= 1:
-            raise ValueError(f"top_mass: must be in (0, 1]; got {self.top_mass}")
-
-    def protocol(self) -> str:
-        return (f"Syn-Small, Adam (betas {tuple(self.betas)}) with eta_Y = eta_Z = lr in {list(self.lrs)}, batch "
-                f"{self.batch}, T = {self.T}, zero initialization, {self.steps} steps, seeds {list(self.seeds)}; "
-                f"subset: the fewest distinct tokens holding {self.top_mass:.0%} of class 1's final distinct "
-                f"attention. The paper's learning rates are not known")
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, stats
-from scansnap._checks import check_fraction, check_int, check_positive
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.params import Int, Positive, Real, param
 from scansnap.results import Config
 from scansnap.theory.decoder import gram, xi
 from scansnap.theory.families import classes_from_weights
@@ -55,17 +55,22 @@ class ScanningConfig(Config):
         constant_rate, flow_t_max: Sec. 5's first fate, a rate ``A_n`` held constant, up to ``flow_t_max``.
     """
 
-    eta_Y: float = 1.0
-    eta_Z: float = 1.0
-    t_max: float = 1e6
-    points: int = 400
-    tau: float = 0.8
-    random_families: int = 40
-    random_t_max: float = 1e3
-    z0_scale: float = 0.5
-    seed: int = 0
-    constant_rate: float = 0.05
-    flow_t_max: float = 2e3
+    eta_Y: float = param(1.0, Positive())
+    eta_Z: float = param(1.0, Positive())
+    t_max: float = param(1e6, Positive())
+    points: int = param(400, Int(low=5))
+    tau: float = param(0.8, Real(0, 1, open="both"))
+    random_families: int = param(40, Int(low=1))
+    random_t_max: float = param(1e3, Positive())
+    z0_scale: float = param(0.5, Positive())
+    seed: int = param(0, Int(low=0))
+    constant_rate: float = param(0.05, Positive())
+    flow_t_max: float = param(2e3, Positive())
+    PROTOCOL = ("Eqn 10 integrated with solve_ivp (DOP853, rtol 1e-10) on Syn-Small from Z(0) = 0 (eta_Y = {eta_Y:g}, "
+                "eta_Z = {eta_Z:g}, {points} log-spaced times up to t = {t_max:.0e}) and on {random_families} random "
+                "families from a Gaussian Z(0) (scale {z0_scale:g}, torch seed {seed}, up to t = {random_t_max:.0e}); "
+                "class 1 of Syn-Small with its distinct logits moving at the constant rate {constant_rate:g} up to t = "
+                "{flow_t_max:.0e}")
     PRESETS = {"smoke": dict(t_max=1e3, points=40, random_families=2),
                "book": dict(t_max=1e5, points=200, random_families=8), "paper": {}}
     NOT_GATED: ClassVar[dict[str, str]] = {
@@ -80,22 +85,6 @@ class ScanningConfig(Config):
                            "the same exact statement (a weaker test, which the protocol names: derivation and "
                            "simulation verdicts carry no protocol label)"}
     """Fields whose book and paper presets differ, with why no verdict depends on them."""
-
-    def __post_init__(self) -> None:
-        for name in ("eta_Y", "eta_Z", "t_max", "random_t_max", "z0_scale", "constant_rate", "flow_t_max"):
-            check_positive(name, getattr(self, name))
-        check_int("points", self.points, low=5)
-        if not 0 < check_fraction("tau", self.tau) < 1:
-            raise ValueError(f"tau: must be in (0, 1); got {self.tau}")
-        check_int("random_families", self.random_families, low=1)
-        check_int("seed", self.seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"Eqn 10 integrated with solve_ivp (DOP853, rtol 1e-10) on Syn-Small from Z(0) = 0 (eta_Y = "
-                f"{self.eta_Y:g}, eta_Z = {self.eta_Z:g}, {self.points} log-spaced times up to t = {self.t_max:.0e}) "
-                f"and on {self.random_families} random families from a Gaussian Z(0) (scale {self.z0_scale:g}, torch "
-                f"seed {self.seed}, up to t = {self.random_t_max:.0e}); class 1 of Syn-Small with its distinct logits "
-                f"moving at the constant rate {self.constant_rate:g} up to t = {self.flow_t_max:.0e}")
 
 
 @dataclass(frozen=True)

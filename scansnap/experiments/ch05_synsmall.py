@@ -22,7 +22,6 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, metrics, stats, train
-from scansnap._checks import check_int, check_positive, check_seeds
 from scansnap.experiments import synsmall_nulls as nulls
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch05_training import (
@@ -47,6 +46,7 @@ from scansnap.experiments.sparsity_rules import (
     sparsity,
     x8_context,
 )
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.theory.scanning_measures import drop_steps
 from scansnap.verdicts import Rule, Verdict, at_least
@@ -160,45 +160,28 @@ class Fig4Config(Config):
             with training when ``chi_l0`` first reaches it; tau: the drop threshold of the scanning order.
     """
 
-    steps: int = 100
-    seeds: tuple[int, ...] = (1, 2, 3, 4, 5)
-    fresh_seeds: tuple[int, ...] = (6, 7, 8, 9, 10)
-    ratios: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0)
-    eta_Z: float = 1.0
-    batch: int = 128
-    T: int = 128
-    momentum: float = 0.9
-    loss_level: float = 1e-3
-    chi_star: float = 1.5
-    tau: float = 0.8
+    steps: int = param(100, Int(low=2))
+    seeds: tuple[int, ...] = param((1, 2, 3, 4, 5), Seeds(), seed_list)
+    fresh_seeds: tuple[int, ...] = param((6, 7, 8, 9, 10), Seeds(), listed)
+    ratios: tuple[float, ...] = param((1.0, 2.0, 5.0, 10.0), Each(Positive(), min_len=2, increasing=True), listed)
+    eta_Z: float = param(1.0, Positive())
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    momentum: float = param(0.9, Fraction())
+    loss_level: float = param(1e-3, Positive())
+    chi_star: float = param(1.5, Real(1, open="low"))
+    tau: float = param(0.8, Real(0, 1, open="both"))
+    PROTOCOL = ("Syn-Small, SGD with momentum {momentum:g}, batch {batch}, T = {T}, zero initialization, {steps} "
+                "steps, eta_Z = {eta_Z:g}, eta_Y/eta_Z in {ratios}, {seeds}; fresh seeds {fresh_seeds} at eta_Y = "
+                "eta_Z")
     PRESETS = {"smoke": dict(steps=12, seeds=(1, 2), fresh_seeds=(6, 7)), "book": {}, "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "fresh_seeds", "ratios", "batch", "T")
     """The authors' protocol, with the book's five seeds and five fresh ones: a run below it is labelled with its
     cuts; C35, X8, C36, C21 and P3 depend on its steps (their ``depends_on``)."""
 
-    def __post_init__(self) -> None:
-        check_int("steps", self.steps, low=2)
-        check_seeds("seeds", self.seeds)
-        check_seeds("fresh_seeds", self.fresh_seeds)
+    def validate(self) -> None:
         if set(self.seeds) & set(self.fresh_seeds):
             raise ValueError(f"fresh_seeds: must not repeat a seed of seeds {self.seeds}; got {self.fresh_seeds}")
-        if len(self.ratios) < 2 or list(self.ratios) != sorted(set(self.ratios)):
-            raise ValueError(f"ratios: must be at least two increasing values; got {self.ratios}")
-        check_positive("eta_Z", self.eta_Z)
-        check_positive("loss_level", self.loss_level)
-        for r in self.ratios:
-            check_positive("ratios", r)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum: must be in [0, 1); got {self.momentum}")
-        if not self.chi_star > 1 or not 0 < self.tau < 1:
-            raise ValueError(f"chi_star: must be > 1 (and tau in (0, 1)); got {self.chi_star}, {self.tau}")
-
-    def protocol(self) -> str:
-        return (f"Syn-Small, SGD with momentum {self.momentum:g}, batch {self.batch}, T = {self.T}, zero "
-                f"initialization, {self.steps} steps, eta_Z = {self.eta_Z:g}, eta_Y/eta_Z in {list(self.ratios)}, "
-                f"seeds {list(self.seeds)}; fresh seeds {list(self.fresh_seeds)} at eta_Y = eta_Z")
 
 
 @dataclass(frozen=True)

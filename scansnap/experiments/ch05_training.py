@@ -23,8 +23,8 @@ import numpy as np
 import torch
 
 from scansnap import data, model, train
-from scansnap._checks import check_int, check_positive, check_seeds
 from scansnap.experiments.base import Experiment, Progress
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_range
 from scansnap.results import Config
 from scansnap.theory.decoder import gamma, gram, xi
 from scansnap.theory.scanning import dominant_token, dominant_token_bounds, growth_bound, relative_gain
@@ -162,29 +162,17 @@ class GDConfig(Config):
     """Attributes: ratios: ``eta_Y / eta_Z`` at ``eta_Z``; steps: gradient-descent steps; chi_star: as in
     :class:`~scansnap.experiments.ch05_synsmall.Fig4Config`."""
 
-    ratios: tuple[float, ...] = (1.0, 3.0, 10.0)
-    eta_Z: float = 1.0
-    steps: int = 1000
-    chi_star: float = 1.5
+    ratios: tuple[float, ...] = param((1.0, 3.0, 10.0), Each(Positive(), increasing=True), listed)
+    eta_Z: float = param(1.0, Positive())
+    steps: int = param(1000, Int(low=2))
+    chi_star: float = param(1.5, Real(1, open="low"))
+    PROTOCOL = ("Syn-Small, gradient descent on the population loss (T = inf, no momentum, zero initialization), "
+                "{steps} steps, eta_Z = {eta_Z:g}, eta_Y/eta_Z in {ratios}")
     PRESETS = {"smoke": dict(steps=60), "book": dict(steps=300), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps",)
     """A run shorter than the paper preset's steps is labelled with the cut. C19 and C20 do not depend on it (Eqn 11
     is read where chi_l0 first reaches chi_star, early, within the book's 300 steps; Eqn 12's band at every snapshot
     of the run), so a shorter run checks the same statements over fewer times, which the label says."""
-
-    def __post_init__(self) -> None:
-        if not self.ratios or list(self.ratios) != sorted(set(self.ratios)):
-            raise ValueError(f"ratios: must be increasing; got {self.ratios}")
-        for r in self.ratios:
-            check_positive("ratios", r)
-        check_positive("eta_Z", self.eta_Z)
-        check_int("steps", self.steps, low=2)
-        if not self.chi_star > 1:
-            raise ValueError(f"chi_star: must be > 1; got {self.chi_star}")
-
-    def protocol(self) -> str:
-        return (f"Syn-Small, gradient descent on the population loss (T = inf, no momentum, zero initialization), "
-                f"{self.steps} steps, eta_Z = {self.eta_Z:g}, eta_Y/eta_Z in {list(self.ratios)}")
 
 
 @dataclass(frozen=True)
@@ -234,31 +222,19 @@ class PriorConfig(Config):
     """Attributes: seeds (one run each, random initialization); steps, batch, T, momentum, eta: the Figure-4
     protocol at ``eta_Y = eta_Z = eta``."""
 
-    seeds: tuple[int, ...] = tuple(range(1, 201))
-    steps: int = 100
-    batch: int = 128
-    T: int = 128
-    momentum: float = 0.9
-    eta: float = 1.0
+    seeds: tuple[int, ...] = param(tuple(range(1, 201)), Seeds(), seed_range)
+    steps: int = param(100, Int(low=1))
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    momentum: float = param(0.9, Fraction())
+    eta: float = param(1.0, Positive())
+    PROTOCOL = ("Syn-Small, the Figure-4 protocol (SGD, momentum {momentum:g}, batch {batch}, T = {T}, {steps} steps, "
+                "eta_Y = eta_Z = {eta:g}) from the authors' random initialization, {seeds}, both classes")
     PRESETS = {"smoke": dict(seeds=(1, 2), steps=12), "book": dict(seeds=tuple(range(1, 41))), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("seeds", "steps")
     """Fewer seeds (runs) or steps are labelled with the cut. C22 does not depend on them (it reads shares of runs,
     which fewer seeds estimate less precisely but without bias, and which token gains the most, settled within the
     Figure-4 protocol's 100 steps)."""
-
-    def __post_init__(self) -> None:
-        check_seeds("seeds", self.seeds)
-        check_int("steps", self.steps, low=1)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        if not 0 <= self.momentum < 1:
-            raise ValueError(f"momentum: must be in [0, 1); got {self.momentum}")
-        check_positive("eta", self.eta)
-
-    def protocol(self) -> str:
-        return (f"Syn-Small, the Figure-4 protocol (SGD, momentum {self.momentum:g}, batch {self.batch}, T = {self.T}, "
-                f"{self.steps} steps, eta_Y = eta_Z = {self.eta:g}) from the authors' random initialization, seeds "
-                f"{self.seeds[0]}-{self.seeds[-1]} ({len(self.seeds)}), both classes")
 
 
 @dataclass(frozen=True)

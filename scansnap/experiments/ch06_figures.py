@@ -26,10 +26,10 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, ScalarFormatter
 
 from scansnap import figures, theory
-from scansnap._checks import check_int, check_positive
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import FamilyConfig
 from scansnap.experiments.phase_rules import judge, phase_measures, phase_rule
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.verdicts import Verdict
 
 
@@ -38,20 +38,12 @@ class Fig3Config(FamilyConfig):
     """:class:`~scansnap.experiments.ch06_phase_transition.FamilyConfig` plus ``eta_Z`` and the ``eta_Y`` values."""
 
     t_min: float = 0.1
-    eta_Z: float = 0.5
-    eta_Y: tuple[float, ...] = (0.5, 1.0, 2.0, 5.0)
+    eta_Z: float = param(0.5, Positive())
+    eta_Y: tuple[float, ...] = param((0.5, 1.0, 2.0, 5.0), Each(Positive(), min_len=2, increasing=True), listed)
+    PROTOCOL = ("Eqn 14 with a, b matched to Eqn 10, and the exact Eqn 10 system (solve_ivp), in Theorem 4's family: K "
+                "= {K}, {num_distinct} distinct tokens, S0 = {S0}; eta_Z = {eta_Z:g}, eta_Y in {eta_Y}; t in "
+                "[{t_min:g}, {t_max:g}], {points} log-spaced steps")
     PRESETS = FamilyConfig.PRESETS
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive("eta_Z", self.eta_Z)
-        if len(self.eta_Y) < 2 or list(self.eta_Y) != sorted(set(self.eta_Y)) or min(self.eta_Y) <= 0:
-            raise ValueError(f"eta_Y: must hold at least 2 increasing rates > 0; got {self.eta_Y}")
-
-    def protocol(self) -> str:
-        return (f"Eqn 14 with a, b matched to Eqn 10, and the exact Eqn 10 system (solve_ivp), in Theorem 4's family: "
-                f"K = {self.K}, {self.num_distinct} distinct tokens, S0 = {self.S0}; eta_Z = {self.eta_Z:g}, eta_Y in "
-                f"{list(self.eta_Y)}; t in [{self.t_min:g}, {self.t_max:g}], {self.points} log-spaced steps")
 
 
 @dataclass(frozen=True)
@@ -167,25 +159,14 @@ class Fig9Config(FamilyConfig):
     """A grid ``eta_Y = eta_Y0 q^i``, ``eta_Z = eta_Z0 q^j`` (``i, j < n``) on the family of Figure 3."""
 
     t_min: float = 0.1
-    eta_Y0: float = 0.5
-    eta_Z0: float = 0.125
-    factor: float = 2.0
-    n: int = 4
+    eta_Y0: float = param(0.5, Positive())
+    eta_Z0: float = param(0.125, Positive())
+    factor: float = param(2.0, Real(1, open="low"))
+    n: int = param(4, Int(low=2))
+    PROTOCOL = ("Eqn 14 with a, b matched to Eqn 10 in Theorem 4's family (K = {K}, {num_distinct} distinct tokens, S0 "
+                "= {S0}) on the grid eta_Y = {eta_Y0:g} x {factor:g}^i, eta_Z = {eta_Z0:g} x {factor:g}^j, i, j < {n}; "
+                "t in [{t_min:g}, {t_max:g}], {points} log-spaced steps")
     PRESETS = FamilyConfig.PRESETS
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        for name in ("eta_Y0", "eta_Z0"):
-            check_positive(name, getattr(self, name))
-        if not self.factor > 1:
-            raise ValueError(f"factor: must be > 1; got {self.factor}")
-        check_int("n", self.n, low=2)
-
-    def protocol(self) -> str:
-        return (f"Eqn 14 with a, b matched to Eqn 10 in Theorem 4's family (K = {self.K}, {self.num_distinct} "
-                f"distinct tokens, S0 = {self.S0}) on the grid eta_Y = {self.eta_Y0:g} x {self.factor:g}^i, eta_Z = "
-                f"{self.eta_Z0:g} x {self.factor:g}^j, i, j < {self.n}; t in [{self.t_min:g}, {self.t_max:g}], "
-                f"{self.points} log-spaced steps")
 
     def grid(self) -> tuple[np.ndarray, np.ndarray]:
         """``(eta_Y, eta_Z)``, each ``(n * n,)``, row-major (``eta_Y`` by row)."""

@@ -20,8 +20,9 @@ import numpy as np
 import torch
 
 from scansnap import data, theory
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_int
 from scansnap.experiments.base import Experiment, Progress
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
@@ -35,23 +36,17 @@ class FamilyConfig(Config):
         t_min, t_max: first and last step (> 0); points: log-spaced samples.
     """
 
-    K: int = 10
-    num_distinct: int = 98
-    S0: float = 0.1
-    t_min: float = 1e-3
+    K: int = param(10, Int(low=2))
+    num_distinct: int = param(98, Int(low=1))
+    S0: float = param(0.1, Real(0, 1, open="both"))
+    t_min: float = param(1e-3, Positive())
     t_max: float = 1e6
-    points: int = 400
+    points: int = param(400, Int(low=10))
     PRESETS = {"smoke": dict(points=80), "book": {}, "paper": {}}
 
-    def __post_init__(self) -> None:
-        check_int("K", self.K, low=2)
-        check_int("num_distinct", self.num_distinct, low=1)
-        if not 0 < self.S0 < 1:
-            raise ValueError(f"S0: must lie in (0, 1); got {self.S0}")
-        check_positive("t_min", self.t_min)
+    def validate(self) -> None:
         if not self.t_max > self.t_min:
             raise ValueError(f"t_max: must be > t_min = {self.t_min}; got {self.t_max}")
-        check_int("points", self.points, low=10)
 
     def family(self) -> data.SequenceClasses:
         """The family (:func:`scansnap.theory.theorem4_family`)."""
@@ -71,20 +66,13 @@ class FamilyConfig(Config):
 class Eqn14Config(FamilyConfig):
     """:class:`FamilyConfig` plus the rates of the check."""
 
-    eta_Y: float = 1.0
-    eta_Z: float = 0.5
+    eta_Y: float = param(1.0, Positive())
+    eta_Z: float = param(0.5, Positive())
+    PROTOCOL = ("Eqn 13 (z-dot = -a eta_Z gamma e^(4z), B-dot = b eta_Z gamma e^(4z)) integrated with solve_ivp "
+                "(DOP853, rtol 1e-12) in ln t over t in [{t_min:g}, {t_max:g}], {points} log-spaced steps; gamma of "
+                "Lemma 6; K = {K}, {num_distinct} distinct tokens, S0 = {S0}; eta_Y = {eta_Y:g}, eta_Z = {eta_Z:g}; a, "
+                "b derived from Eqn 10")
     PRESETS = FamilyConfig.PRESETS
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive("eta_Y", self.eta_Y)
-        check_positive("eta_Z", self.eta_Z)
-
-    def protocol(self) -> str:
-        return (f"Eqn 13 (z-dot = -a eta_Z gamma e^(4z), B-dot = b eta_Z gamma e^(4z)) integrated with solve_ivp "
-                f"(DOP853, rtol 1e-12) in ln t over t in [{self.t_min:g}, {self.t_max:g}], {self.points} log-spaced "
-                f"steps; gamma of Lemma 6; K = {self.K}, {self.num_distinct} distinct tokens, S0 = {self.S0}; eta_Y = "
-                f"{self.eta_Y:g}, eta_Z = {self.eta_Z:g}; a, b derived from Eqn 10")
 
 
 @dataclass(frozen=True)
@@ -164,35 +152,24 @@ class ValidityConfig(Config):
             population gradient (Theorem 1's decoder) at ``probes`` states along its exact path.
     """
 
-    S0: tuple[float, ...] = (0.01, 0.03, 0.1, 0.28, 0.5, 0.78)
-    K: int = 4
-    num_distinct: int = 6
+    S0: tuple[float, ...] = param((0.01, 0.03, 0.1, 0.28, 0.5, 0.78), Each(Real(0, 1, open="both")), listed)
+    K: int = param(4, Int(low=2))
+    num_distinct: int = param(6, Int(low=1))
     vocabulary: int = 20000
-    eta_Y: float = 1.0
-    eta_Z: float = 0.5
-    horizon: float = 1e3
-    points: int = 120
+    eta_Y: float = param(1.0, Positive())
+    eta_Z: float = param(0.5, Positive())
+    horizon: float = param(1e3, Positive())
+    points: int = param(120, Int(low=10))
     check_family: tuple[int, int, float] = (4, 10, 0.1)
-    probes: int = 5
+    probes: int = param(5, Int(low=1))
+    PROTOCOL = ("exact Eqn 10 in the symmetric one-common-token family (K = {K}, {num_distinct} distinct tokens, "
+                "vocabulary {vocabulary}), S0 in {S0}, eta_Y = {eta_Y:g}, eta_Z = {eta_Z:g}, t up to {horizon:g} t0 "
+                "({points} steps); Eqn 14 with a, b matched to Eqn 10 at t = 0; reduced rates against the population "
+                "gradient at {probes} states of the family {check_family}")
     PRESETS = {"smoke": dict(S0=(0.03, 0.28), points=30, probes=2), "book": {}, "paper": {}}
 
-    def __post_init__(self) -> None:
-        if not self.S0 or not all(0 < s < 1 for s in self.S0):
-            raise ValueError(f"S0: must hold values in (0, 1); got {self.S0}")
-        check_int("K", self.K, low=2)
-        check_int("num_distinct", self.num_distinct, low=1)
+    def validate(self) -> None:
         check_int("vocabulary", self.vocabulary, low=self.K * (self.num_distinct + 1) + 2)
-        for name in ("eta_Y", "eta_Z", "horizon"):
-            check_positive(name, getattr(self, name))
-        check_int("points", self.points, low=10)
-        check_int("probes", self.probes, low=1)
-
-    def protocol(self) -> str:
-        return (f"exact Eqn 10 in the symmetric one-common-token family (K = {self.K}, {self.num_distinct} distinct "
-                f"tokens, vocabulary {self.vocabulary}), S0 in {list(self.S0)}, eta_Y = {self.eta_Y:g}, eta_Z = "
-                f"{self.eta_Z:g}, t up to {self.horizon:g} t0 ({self.points} steps); Eqn 14 with a, b matched to "
-                f"Eqn 10 at t = 0; reduced rates against the population gradient at {self.probes} states of the family "
-                f"{self.check_family}")
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,9 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import figures, metrics, theory, train
-from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 
 _NO_RULE = ("no rule reads the search (RULES is empty): it is context for why Chapter 6's training verdicts are gated, "
@@ -54,20 +54,24 @@ class ReachConfig(Config):
         S0_max: the largest admissible ``S0``; log_chi_target, entropy_fall_target: what "scans" means.
     """
 
-    Ks: tuple[int, ...] = (2, 3, 4)
-    num_distinct: tuple[int, ...] = (3, 5, 10)
-    S0s: tuple[float, ...] = (0.1, 0.2, 0.3, 0.5, 0.9)
-    eta_Y: tuple[float, ...] = (0.5, 1.0, 2.0, 4.0)
-    ratios: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0)
-    steps: int = 20000
-    points: int = 40
-    sampled_steps: int = 4000
-    T: int = 128
-    batch: int = 128
-    seed: int = 1
-    S0_max: float = 0.3
-    log_chi_target: float = theory.SCAN_LOG_CHI
-    entropy_fall_target: float = theory.SCAN_ENTROPY_FALL
+    Ks: tuple[int, ...] = param((2, 3, 4), Each(Int(low=2)), listed)
+    num_distinct: tuple[int, ...] = param((3, 5, 10), Each(Int(low=1)), listed)
+    S0s: tuple[float, ...] = param((0.1, 0.2, 0.3, 0.5, 0.9), Each(Real(0, 1, open="both")), listed)
+    eta_Y: tuple[float, ...] = param((0.5, 1.0, 2.0, 4.0), Each(Positive()), listed)
+    ratios: tuple[float, ...] = param((0.03, 0.1, 0.3, 1.0), Each(Positive()), listed)
+    steps: int = param(20000, Int(low=10))
+    points: int = param(40, Int(low=3))
+    sampled_steps: int = param(4000, Int(low=10))
+    T: int = param(128, Int(low=2))
+    batch: int = param(128, Int(low=1))
+    seed: int = param(1, Int(low=0))
+    S0_max: float = param(0.3, Real(0, 1, open="both"))
+    log_chi_target: float = param(theory.SCAN_LOG_CHI, Positive())
+    entropy_fall_target: float = param(theory.SCAN_ENTROPY_FALL, Positive())
+    PROTOCOL = ("Theorem 4's family (one query, one common token), K in {Ks}, distinct tokens per class in "
+                "{num_distinct}, S0 in {S0s}; eta_Y in {eta_Y}, eta_Z / eta_Y in {ratios}; Y = Z = 0; SGD without "
+                "momentum, long-sequence limit, {steps} steps, and sampled sequences (T = {T}, batch {batch}, seed "
+                "{seed}), {sampled_steps} steps")
     PRESETS = {"smoke": dict(Ks=(2,), num_distinct=(3,), S0s=(0.3, 0.9), eta_Y=(1.0,), ratios=(0.1, 1.0), steps=200,
                              points=10, sampled_steps=40, batch=16),
                "book": dict(Ks=(2, 4), num_distinct=(3, 10), S0s=(0.1, 0.3, 0.9), eta_Y=(1.0, 4.0),
@@ -75,36 +79,9 @@ class ReachConfig(Config):
                "paper": {}}
     NOT_GATED = {name: _NO_RULE for name in ("Ks", "num_distinct", "S0s", "eta_Y", "ratios", "steps", "sampled_steps")}
 
-    def __post_init__(self) -> None:
-        for name in ("Ks", "num_distinct"):
-            values = getattr(self, name)
-            if not values or any(int(v) != v or v < (2 if name == "Ks" else 1) for v in values):
-                raise ValueError(f"{name}: must hold integers >= {2 if name == 'Ks' else 1}; got {values}")
-        if not self.S0s or any(not 0 < s < 1 for s in self.S0s):
-            raise ValueError(f"S0s: must hold values in (0, 1); got {self.S0s}")
-        for name in ("eta_Y", "ratios"):
-            if not getattr(self, name) or any(not v > 0 for v in getattr(self, name)):
-                raise ValueError(f"{name}: must hold values > 0; got {getattr(self, name)}")
-        check_int("steps", self.steps, low=10)
-        check_int("points", self.points, low=3)
-        check_int("sampled_steps", self.sampled_steps, low=10)
-        check_int("T", self.T, low=2)
-        check_int("batch", self.batch, low=1)
-        check_int("seed", self.seed, low=0)
-        if not 0 < self.S0_max < 1:
-            raise ValueError(f"S0_max: must lie in (0, 1); got {self.S0_max}")
-        check_positive("log_chi_target", self.log_chi_target)
-        check_positive("entropy_fall_target", self.entropy_fall_target)
-
     def families(self) -> list[tuple[int, int, float]]:
         """``(K, num_distinct, S0)`` of every family searched, in order."""
         return list(itertools.product(self.Ks, self.num_distinct, self.S0s))
-
-    def protocol(self) -> str:
-        return (f"Theorem 4's family (one query, one common token), K in {list(self.Ks)}, distinct tokens per class in "
-                f"{list(self.num_distinct)}, S0 in {list(self.S0s)}; eta_Y in {list(self.eta_Y)}, eta_Z / eta_Y in "
-                f"{list(self.ratios)}; Y = Z = 0; SGD without momentum, long-sequence limit, {self.steps} steps, and "
-                f"sampled sequences (T = {self.T}, batch {self.batch}, seed {self.seed}), {self.sampled_steps} steps")
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter
 
 from scansnap import figures, metrics, theory, train
-from scansnap._checks import check_int, check_positive
+from scansnap._checks import check_int
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.phase_magnitude import (
@@ -43,6 +43,7 @@ from scansnap.experiments.phase_magnitude import (
 )
 from scansnap.experiments.phase_rules import judge, phase_controls, phase_measures, phase_rule
 from scansnap.experiments.scan_snap_rules import RULES_P1, ScanSnapRun, scan_snap_run
+from scansnap.params import Int, Positive, Real, Seeds, param
 from scansnap.results import Config
 from scansnap.verdicts import Verdict
 
@@ -60,22 +61,24 @@ class TrainedConfig(Config):
         t_early: the step at which the start's exponent is read (discrete SGD: ``t (t - 1) / 2``, not ``t^2``).
     """
 
-    K: int = 4
-    num_distinct: int = 10
-    S0: float = 0.1
-    eta_Y0: float = 0.25
-    eta_Z0: float = 0.025
-    factor: float = 2.0
-    n: int = 4
+    K: int = param(4, Int(low=2))
+    num_distinct: int = param(10, Int(low=1))
+    S0: float = param(0.1, Real(0, 1, open="both"))
+    eta_Y0: float = param(0.25, Positive())
+    eta_Z0: float = param(0.025, Positive())
+    factor: float = param(2.0, Real(1, open="low"))
+    n: int = param(4, Int(low=2))
     steps: int = 4000
-    dense: int = 100
-    log_points: int = 300
-    sampled_steps: int = 800
-    T: int = 128
-    batch: int = 128
-    seeds: tuple[int, ...] = (1,)
-    sampled_points: int = 120
-    t_early: float = 10.0
+    dense: int = param(100, Int(low=3))
+    log_points: int = param(300, Int(low=2))
+    sampled_steps: int = param(800, Int(low=3))
+    T: int = param(128, Int(low=2))
+    batch: int = param(128, Int(low=1))
+    seeds: tuple[int, ...] = param((1,), Seeds())
+    sampled_points: int = param(120, Int(low=3))
+    t_early: float = param(10.0, Positive())
+    PROTOCOL = ("Theorem 4's family (K = {K}, {num_distinct} distinct tokens, S0 = {S0}); grid eta_Y = {eta_Y0:g} x "
+                "{factor:g}^i, eta_Z = {eta_Z0:g} x {factor:g}^j, i, j < {n}; Z(0) = Y(0) = 0; SGD without momentum")
     PRESETS = {"smoke": dict(n=2, steps=200, dense=20, log_points=40, sampled_steps=60, batch=32,
                              sampled_points=20, t_early=3.0),
                "book": {}, "paper": dict(steps=20000, log_points=500, sampled_steps=4000, seeds=(1, 2, 3))}
@@ -83,37 +86,16 @@ class TrainedConfig(Config):
     NOT_GATED = {"log_points": "the snapshots' resolution after the dense stretch, which every measure reads as it is: "
                                "300 log-spaced points to 4,000 steps are denser than 500 to 20,000"}
 
-    def __post_init__(self) -> None:
-        check_int("K", self.K, low=2)
-        check_int("num_distinct", self.num_distinct, low=1)
-        if not 0 < self.S0 < 1:
-            raise ValueError(f"S0: must lie in (0, 1); got {self.S0}")
-        for name in ("eta_Y0", "eta_Z0", "t_early"):
-            check_positive(name, getattr(self, name))
-        if not self.factor > 1:
-            raise ValueError(f"factor: must be > 1; got {self.factor}")
-        check_int("n", self.n, low=2)
-        check_int("dense", self.dense, low=3)
+    def validate(self) -> None:
         check_int("steps", self.steps, low=self.dense + 1)
-        check_int("log_points", self.log_points, low=2)
-        check_int("sampled_steps", self.sampled_steps, low=3)
-        check_int("T", self.T, low=2)
-        check_int("batch", self.batch, low=1)
-        check_int("sampled_points", self.sampled_points, low=3)
-        if not self.seeds or any(s < 0 for s in self.seeds):
-            raise ValueError(f"seeds: must hold integers >= 0; got {self.seeds}")
 
     def grid(self) -> tuple[np.ndarray, np.ndarray]:
         """``(eta_Y, eta_Z)``, each ``(n * n,)``, row-major (``eta_Y`` by row)."""
         return theory.rate_grid(self.eta_Y0, self.eta_Z0, self.factor, self.n)
 
-    def protocol(self) -> str:
-        return (f"Theorem 4's family (K = {self.K}, {self.num_distinct} distinct tokens, S0 = {self.S0}); grid eta_Y = "
-                f"{self.eta_Y0:g} x {self.factor:g}^i, eta_Z = {self.eta_Z0:g} x {self.factor:g}^j, i, j < {self.n}; "
-                f"Z(0) = Y(0) = 0; SGD without momentum")
-
     def scope(self, evidence: str) -> str:
-        """Which run of the experiment a verdict on ``evidence`` reads (appended to :meth:`protocol`)."""
+        """Which run of the experiment a verdict on ``evidence`` reads (appended to
+        :meth:`~scansnap.results.Config.protocol`)."""
         return {"simulation": f"exact Eqn 10 (solve_ivp) over {self.steps} steps",
                 "training-population": f"scansnap.train, limit='population', {self.steps} steps",
                 "training-sampled": f"scansnap.train, sampled sequences T = {self.T}, batch {self.batch}, "

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from scansnap import figures, stats, sweep
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch07_syn_medium import entropy_table, grid_protocol, panel_title
+from scansnap.experiments.ch07_syn_medium import entropy_table, panel_title
 from scansnap.sweep import GridConfig, GridRun
 
 
@@ -42,9 +42,6 @@ class FineGridConfig(GridConfig):
         "seeds": "no rule reads the finer grid (RULES is empty): its slopes carry their standard errors over the "
                  "seeds it ran"}
     """The fields whose book and paper presets differ and that no rule reads (the grid judges no claim)."""
-
-    def protocol(self) -> str:
-        return grid_protocol(self)
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, metrics, stats, sweep, train
-from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.syn_medium_rules import (
@@ -39,15 +38,9 @@ from scansnap.experiments.syn_medium_rules import (
     RecallOrder,
     permuted_cells,
 )
+from scansnap.params import Int, Positive, param
 from scansnap.sweep import GridConfig, GridRun
 from scansnap.verdicts import Verdict
-
-
-def grid_protocol(c: GridConfig) -> str:
-    """How a Syn-Medium grid run is made, in words (the protocol of its verdicts and figures)."""
-    return (f"Syn-Medium q in {list(c.num_query)}, eta_Z in {list(c.eta_Z)}, eta_Y/eta_Z in {list(c.ratio)}, "
-            f"seeds {list(c.seeds)}: {c.steps} SGD steps (momentum {c.momentum:g}), batch {c.batch}, T = {c.T}, "
-            f"{c.init} initialization, {c.dtype}; entropy of f_n over the distinct tokens after the last step")
 
 
 @dataclass(frozen=True)
@@ -62,11 +55,13 @@ class SweepConfig(GridConfig):
         eval_seed: torch seed of those sequences.
     """
 
-    thresholds: int = 101
-    entry_threshold_max: float = 0.1
-    fn_threshold_max: float = 0.5
-    eval_sequences: int = 64
-    eval_seed: int = 0
+    thresholds: int = param(101, Int(low=2))
+    entry_threshold_max: float = param(0.1, Positive())
+    fn_threshold_max: float = param(0.5, Positive())
+    eval_sequences: int = param(64, Int(low=1))
+    eval_seed: int = param(0, Int(low=0))
+    PROTOCOL = GridConfig.PROTOCOL + ("; recall of the distinct-token entries of {eval_sequences} sampled sequences "
+                                      "per class (T = {T}, seed {eval_seed}), mean over seeds")
     PRESETS = {"smoke": dict(num_query=(1, 3), eta_Z=(0.5, 2.0), ratio=(1.0, 5.0), seeds=(1, 2), steps=10,
                              batch=32, thresholds=26, eval_sequences=8), "book": {}, "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("num_query", "eta_Z", "ratio", "seeds", "steps", "batch", "T", "momentum",
@@ -74,18 +69,6 @@ class SweepConfig(GridConfig):
     """The authors' sweep (``figure_6.log``: 4 datasets x 4 eta_Z x 4 ratios x seeds 1-10, 100 SGD steps with
     momentum 0.9, batch 128, T = 128, uniform initialization) is the paper's protocol: a run below it carries the
     cuts, and with fewer steps its verdicts are inconclusive either way (the rules' ``depends_on``)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_int("thresholds", self.thresholds, low=2)
-        check_positive("entry_threshold_max", self.entry_threshold_max)
-        check_positive("fn_threshold_max", self.fn_threshold_max)
-        check_int("eval_sequences", self.eval_sequences, low=1)
-        check_int("eval_seed", self.eval_seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"{grid_protocol(self)}; recall of the distinct-token entries of {self.eval_sequences} sampled "
-                f"sequences per class (T = {self.T}, seed {self.eval_seed}), mean over seeds")
 
     def entry_thresholds(self) -> np.ndarray:
         """``linspace(0, entry_threshold_max, thresholds)``."""

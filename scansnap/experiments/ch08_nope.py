@@ -18,12 +18,12 @@ import numpy as np
 import torch
 
 from scansnap import lm, lm_train, token_stats, wikitext
-from scansnap._checks import check_int
 from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch08_wikitext import FreezeConfig, freeze_prefix, trajectory_checkpoints
 from scansnap.experiments.wikitext_figures import TokenStudy
+from scansnap.params import Int, param
 
 __all__ = ["FREEZE_NOPE", "NopeConfig", "NopeResult", "run_nope"]
 
@@ -39,9 +39,11 @@ class NopeConfig(FreezeConfig):
     """
 
     seeds: tuple[int, ...] = (1,)
-    stat_sequences: int = 4000
-    pairs: int = 256
-    min_pairs: int = 200
+    stat_sequences: int = param(4000, Int(low=2))
+    pairs: int = param(256, Int(low=2))
+    min_pairs: int = param(200, Int(low=1))
+    layers: int = param(1, Int(low=1, high=1))  # Z describes all of the attention of a 1-layer model only
+    PROTOCOL = FreezeConfig.PROTOCOL + "; with and without positional encoding (first seed)"
     NOT_GATED: ClassVar[dict[str, str]] = {
         **FreezeConfig.NOT_GATED,
         "stat_sequences": "the token study's sample of held-out windows (2,000 against 4,000): it is reported, not "
@@ -55,17 +57,6 @@ class NopeConfig(FreezeConfig):
                      shown=(0, 50, 100, 150)),
         "paper": {},
     }
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.layers != 1:
-            raise ValueError(f"layers: Z describes all of the attention of a 1-layer model only; got {self.layers}")
-        check_int("stat_sequences", self.stat_sequences, low=2)
-        check_int("pairs", self.pairs, low=2)
-        check_int("min_pairs", self.min_pairs, low=1)
-
-    def protocol(self) -> str:
-        return super().protocol() + "; with and without positional encoding (first seed)"
 
 
 @dataclass(frozen=True)

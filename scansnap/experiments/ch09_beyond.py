@@ -24,11 +24,11 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures
-from scansnap._checks import check_int, check_positive
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import cross_entropy, token_counts
 from scansnap.model_options import ModelOptions, OptionsModel
+from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.results import Config
 from scansnap.theory import decoder
 from scansnap.theory import residual as res
@@ -47,30 +47,20 @@ class GradientConfig(Config):
     """Random instances per option set: ``instances`` of ``configs`` stacked models, ``M`` tokens, length ``T``,
     1..``max_batch`` sequences each (one batch per configuration), 2 heads, torch ``seed``."""
 
-    instances: int = 300
-    M: int = 11
-    T: int = 9
-    max_batch: int = 6
-    configs: int = 2
-    seed: int = 0
+    instances: int = param(300, Int(low=1))
+    M: int = param(11, Int(low=2))
+    T: int = param(9, Int(low=2))
+    max_batch: int = param(6, Int(low=1))
+    configs: int = param(2, Int(low=1))
+    seed: int = param(0, Int(low=0))
+    PROTOCOL = ("{instances} random float64 instances per option set (" + ", ".join(OPTION_SETS) + "): M = {M}, "
+                "T = {T}, {configs} stacked configurations with their own 1-{max_batch} sequences, Gaussian Y, Z, bias "
+                "(scale 2, 1), 2 heads, torch seed {seed}; closed form vs autograd")
     PRESETS = {"smoke": dict(instances=10), "book": dict(instances=100), "paper": {}}
     NOT_GATED: ClassVar[dict[str, str]] = {
         "instances": "a derivation's numerical check: X1's rule counts the instances itself (verified at >= 100, "
                      "which the book's 100 meets; the error is float64 round-off on every instance)"}
     """The book's fewer instances, which X1's rule counts itself."""
-
-    def __post_init__(self) -> None:
-        check_int("instances", self.instances, low=1)
-        check_int("M", self.M, low=2)
-        check_int("T", self.T, low=2)
-        check_int("max_batch", self.max_batch, low=1)
-        check_int("configs", self.configs, low=1)
-        check_int("seed", self.seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"{self.instances} random float64 instances per option set ({', '.join(OPTION_SETS)}): M = {self.M}, "
-                f"T = {self.T}, {self.configs} stacked configurations with their own 1-{self.max_batch} sequences, "
-                f"Gaussian Y, Z, bias (scale 2, 1), 2 heads, torch seed {self.seed}; closed form vs autograd")
 
     def options(self) -> tuple[ModelOptions, ...]:
         """The option sets, in the order of :data:`OPTION_SETS`."""
@@ -157,24 +147,14 @@ class OverlapConfig(Config):
     """Syn-Medium with ``num_queries`` queries; attention logits 0 and Gaussian of each of ``z_scales``
     (torch ``seed``); Theorem 1's decoder at state ``h``."""
 
-    num_queries: tuple[int, ...] = (3, 5, 10)
-    z_scales: tuple[float, ...] = (0.0, 0.3, 1.0)
-    h: float = 0.05
-    seed: int = 0
+    num_queries: tuple[int, ...] = param((3, 5, 10), Each(Int(low=2)), listed)
+    z_scales: tuple[float, ...] = param((0.0, 0.3, 1.0), Each(Real(low=0)), listed)
+    h: float = param(0.05, Positive())
+    seed: int = param(0, Int(low=0))
+    PROTOCOL = ("Syn-Medium with q in {num_queries} queries, Z = 0 and Gaussian Z of scales {z_scales} (seed {seed}), "
+                "Theorem 1's decoder at h = {h}; sympy derivation in the chapter, closed forms against the model's "
+                "exact gradient")
     PRESETS = {"smoke": dict(num_queries=(3,), z_scales=(0.0, 0.3)), "book": {}, "paper": {}}
-
-    def __post_init__(self) -> None:
-        for q in self.num_queries:
-            check_int("num_queries", q, low=2)
-        if not self.num_queries or not self.z_scales or min(self.z_scales) < 0:
-            raise ValueError("z_scales: must hold at least one scale >= 0 (and num_queries one count)")
-        check_positive("h", self.h)
-        check_int("seed", self.seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"Syn-Medium with q in {list(self.num_queries)} queries, Z = 0 and Gaussian Z of scales "
-                f"{list(self.z_scales)} (seed {self.seed}), Theorem 1's decoder at h = {self.h}; sympy derivation in "
-                "the chapter, closed forms against the model's exact gradient")
 
 
 @dataclass(frozen=True)

@@ -27,11 +27,11 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, stats, train
-from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import token_counts
 from scansnap.model_options import ModelOptions, OptionsModel, head_params
+from scansnap.params import Fraction, Int, Positive, Seeds, param, seed_list
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_most
 
@@ -45,37 +45,21 @@ class DecouplingConfig(Config):
     and ``Z(0) ~ N(0, z_std^2)``, one run per seed of ``seeds``; sampled runs draw ``batch`` sequences of length
     ``T`` per step."""
 
-    num_query: int = 3
-    steps: int = 300
-    eta_Y: float = 1.0
-    eta_Z: float = 1.0
-    momentum: float = 0.9
-    z_std: float = 0.1
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    batch: int = 128
-    T: int = 128
+    num_query: int = param(3, Int(low=2))
+    steps: int = param(300, Int(low=1))
+    eta_Y: float = param(1.0, Positive())
+    eta_Z: float = param(1.0, Positive())
+    momentum: float = param(0.9, Fraction())
+    z_std: float = param(0.1, Positive())  # > 0: runs in the long-sequence limit differ only by Z(0)
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds(), seed_list)
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    PROTOCOL = ("Syn-Medium ({num_query} queries), with and without the residual, Y(0) = 0, Z(0) ~ N(0, {z_std:g}^2), "
+                "{seeds}, {steps} SGD steps (momentum {momentum}), eta_Y = {eta_Y}, eta_Z = {eta_Z}; long-sequence "
+                "limit and sampled (batch {batch}, T = {T}); decoder split by the query of the samples that built it")
     PRESETS = {"smoke": dict(steps=20, seeds=(1, 2, 3), batch=32, T=32), "book": {}, "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "batch", "T")
     """This book's full protocol (the paper ran no such experiment): a run below it carries the cuts."""
-
-    def __post_init__(self) -> None:
-        check_int("num_query", self.num_query, low=2)
-        check_int("steps", self.steps, low=1)
-        check_positive("eta_Y", self.eta_Y)
-        check_positive("eta_Z", self.eta_Z)
-        check_fraction("momentum", self.momentum)
-        if not self.z_std > 0:
-            raise ValueError(f"z_std: must be > 0 (runs in the long-sequence limit differ only by Z(0)); got "
-                             f"{self.z_std}")
-        check_seeds("seeds", self.seeds)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-
-    def protocol(self) -> str:
-        return (f"Syn-Medium ({self.num_query} queries), with and without the residual, Y(0) = 0, Z(0) ~ N(0, "
-                f"{self.z_std:g}^2), seeds {list(self.seeds)}, {self.steps} SGD steps (momentum {self.momentum}), "
-                f"eta_Y = {self.eta_Y}, eta_Z = {self.eta_Z}; long-sequence limit and sampled (batch {self.batch}, "
-                f"T = {self.T}); decoder split by the query of the samples that built it")
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,12 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, stats, train
-from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
+from scansnap._checks import check_choice
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch09_beyond import RULE_C33A
 from scansnap.model_options import ModelOptions, head_params
+from scansnap.params import Each, Fraction, Int, Positive, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.theory import residual as res
 from scansnap.verdicts import Outcome, Rule, Verdict, at_least
@@ -41,40 +42,24 @@ class FatesConfig(Config):
     z_std^2)``, SGD with momentum: in the limit with each ``(eta_Y, eta_Z)`` of ``etas`` and each of ``seeds``, and
     sampled (``batch``, ``T``) with ``seeds`` at the first pair."""
 
-    steps: int = 300
-    etas: tuple[tuple[float, float], ...] = ((1.0, 1.0), (2.0, 0.5), (1.0, 0.25))
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    batch: int = 128
-    T: int = 128
-    momentum: float = 0.9
-    z_std: float = 0.1
+    steps: int = param(300, Int(low=1))
+    etas: tuple[tuple[float, float], ...] = param(((1.0, 1.0), (2.0, 0.5), (1.0, 0.25)), Each(Each(Positive())),
+                                                  listed)
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds(), seed_list)
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    momentum: float = param(0.9, Fraction())
+    z_std: float = param(0.1, Positive())  # > 0: runs in the long-sequence limit differ only by Z(0)
+    PROTOCOL = ("theory.residual.cross_query_family (2 queries x 2 classes), Y(0) = 0, Z(0) ~ N(0, {z_std:g}^2), SGD "
+                "momentum {momentum}, {steps} steps, with and without the residual, {seeds}; long-sequence limit at "
+                "(eta_Y, eta_Z) in {etas} (one run per pair and seed); sampled at {self.etas[0]}, batch {batch}, T = "
+                "{T}")
     PRESETS = {"smoke": dict(steps=20, seeds=(1, 2, 3), batch=32, T=64),
                "book": dict(etas=((1.0, 1.0), (2.0, 0.5))), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "etas", "batch", "T")
     """This book's full protocol (the ``paper`` preset: the paper ran no such experiment); a cut only labels the
     verdicts (no rule's ``depends_on`` names one): the local or global fate is read per run, at every learning-rate
     pair alike."""
-
-    def __post_init__(self) -> None:
-        check_int("steps", self.steps, low=1)
-        if not self.etas:
-            raise ValueError("etas: must hold at least one (eta_Y, eta_Z) pair")
-        for pair in self.etas:
-            for v in pair:
-                check_positive("etas", v)
-        check_seeds("seeds", self.seeds)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-        check_fraction("momentum", self.momentum)
-        if not self.z_std > 0:
-            raise ValueError(f"z_std: must be > 0 (runs in the long-sequence limit differ only by Z(0)); got "
-                             f"{self.z_std}")
-
-    def protocol(self) -> str:
-        return (f"theory.residual.cross_query_family (2 queries x 2 classes), Y(0) = 0, Z(0) ~ N(0, {self.z_std:g}^2), "
-                f"SGD momentum {self.momentum}, {self.steps} steps, with and without the residual, seeds "
-                f"{list(self.seeds)}; long-sequence limit at (eta_Y, eta_Z) in {list(self.etas)} (one run per pair "
-                f"and seed); sampled at {self.etas[0]}, batch {self.batch}, T = {self.T}")
 
 
 @dataclass(frozen=True)
@@ -194,21 +179,13 @@ class FlowConfig(Config):
     before the flows were run) whose cross-query share of the velocity at ``Z = 0`` meets C33a's bar
     (:data:`C33A_BAR`); the hand-built family (``w = 1``, which breaks it) is kept as context."""
 
-    steps: int = 1000
-    dtau: float = 0.5
-    shared: tuple[float, ...] = (1.0, 0.5, 0.25, 0.125, 0.0625)
+    steps: int = param(1000, Int(low=1))
+    dtau: float = param(0.5, Positive())
+    shared: tuple[float, ...] = param((1.0, 0.5, 0.25, 0.125, 0.0625), Each(Positive()), listed)
+    PROTOCOL = ("Eqn 10 with the residual under Theorem 1's coupling (theory.residual.residual_zdot) on "
+                "cross_query_family(shared=w), w the first of {shared} whose cross-query share at Z = 0 is at most "
+                f"{C33A_BAR:g} (C33a's bar), from Z = 0, {{steps}} Euler steps of dtau = {{dtau:g}}")
     PRESETS = {"smoke": dict(steps=200), "book": {}, "paper": {}}
-
-    def __post_init__(self) -> None:
-        check_int("steps", self.steps, low=1)
-        check_positive("dtau", self.dtau)
-        if not self.shared or min(self.shared) <= 0:
-            raise ValueError(f"shared: must hold at least one weight > 0; got {self.shared}")
-
-    def protocol(self) -> str:
-        return (f"Eqn 10 with the residual under Theorem 1's coupling (theory.residual.residual_zdot) on "
-                f"cross_query_family(shared=w), w the first of {list(self.shared)} whose cross-query share at Z = 0 "
-                f"is at most {C33A_BAR:g} (C33a's bar), from Z = 0, {self.steps} Euler steps of dtau = {self.dtau:g}")
 
 
 @dataclass(frozen=True)

@@ -30,11 +30,11 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import data, figures, heads, train
-from scansnap._checks import check_choice, check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.heads_rules import RULE_X4, RULE_X5, RULE_X6, RULE_X9, head_controls, head_measures
 from scansnap.model_options import ModelOptions, head_params
+from scansnap.params import Choice, Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.verdicts import Verdict
 
@@ -45,47 +45,32 @@ class HeadsConfig(Config):
     of SGD (``momentum``) at ``eta_Y``, ``eta_Z`` in the long-sequence limit; picked sets hold ``mass`` of the
     distinct attention."""
 
-    num_query: int = 2
-    heads: int = 4
-    scales: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0)
-    seeds: tuple[int, ...] = tuple(range(1, 11))
-    steps: int = 300
-    eta_Y: float = 1.0
-    eta_Z: float = 1.0
-    momentum: float = 0.9
-    mass: float = 0.5
-    limit: str = "population"
-    batch: int = 128
-    T: int = 128
+    num_query: int = param(2, Int(low=1))
+    heads: int = param(4, Int(low=2))
+    scales: tuple[float, ...] = param((0.03, 0.1, 0.3, 1.0), Each(Positive(), min_len=3, increasing=True), listed)
+    seeds: tuple[int, ...] = param(tuple(range(1, 11)), Seeds(), seed_list)
+    steps: int = param(300, Int(low=1))
+    eta_Y: float = param(1.0, Positive())
+    eta_Z: float = param(1.0, Positive())
+    momentum: float = param(0.9, Fraction())
+    mass: float = param(0.5, Real(0, 1, open="low"))
+    limit: str = param("population", Choice(*train.LIMITS))
+    batch: int = param(128, Int(low=1))
+    T: int = param(128, Int(low=2))
+    PROTOCOL = ("Syn-Medium ({num_query} queries), {heads} heads, Y(0) = 0, Z_h(0) ~ N(0, s^2) for s in {scales}, "
+                "independent or tied, {seeds}, {data}, {steps} SGD steps (momentum {momentum}), eta_Y = {eta_Y}, eta_Z "
+                "= {eta_Z}; picked set: the fewest distinct tokens holding {mass} of the distinct attention")
     PRESETS = {"smoke": dict(heads=2, scales=(0.1, 0.3, 1.0), seeds=(1, 2), steps=20),
                "book": dict(seeds=tuple(range(1, 7)), steps=200), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "heads", "scales", "limit")
     """This book's full protocol (the ``paper`` preset): a run below it carries the cuts; the heads rules depend on
     the steps."""
 
-    def __post_init__(self) -> None:
-        check_int("num_query", self.num_query, low=1)
-        check_int("heads", self.heads, low=2)
-        if len(self.scales) < 3 or min(self.scales) <= 0 or list(self.scales) != sorted(set(self.scales)):
-            raise ValueError(f"scales: must be at least 3 increasing scales > 0; got {self.scales}")
-        check_seeds("seeds", self.seeds)
-        check_int("steps", self.steps, low=1)
-        check_positive("eta_Y", self.eta_Y)
-        check_positive("eta_Z", self.eta_Z)
-        check_fraction("momentum", self.momentum)
-        if not 0 < self.mass <= 1:
-            raise ValueError(f"mass: must be in (0, 1]; got {self.mass}")
-        check_choice("limit", self.limit, train.LIMITS)
-        check_int("batch", self.batch, low=1)
-        check_int("T", self.T, low=2)
-
-    def protocol(self) -> str:
-        data_ = ("long-sequence limit" if self.limit == "population" else
-                 f"sampled sequences (batch {self.batch}, T = {self.T}, one batch stream per seed)")
-        return (f"Syn-Medium ({self.num_query} queries), {self.heads} heads, Y(0) = 0, Z_h(0) ~ N(0, s^2) for s in "
-                f"{list(self.scales)}, independent or tied, seeds {list(self.seeds)}, {data_}, "
-                f"{self.steps} SGD steps (momentum {self.momentum}), eta_Y = {self.eta_Y}, eta_Z = {self.eta_Z}; "
-                f"picked set: the fewest distinct tokens holding {self.mass} of the distinct attention")
+    @property
+    def data(self) -> str:
+        """The training data, in words."""
+        return ("long-sequence limit" if self.limit == "population" else
+                f"sampled sequences (batch {self.batch}, T = {self.T}, one batch stream per seed)")
 
 
 @dataclass(frozen=True)

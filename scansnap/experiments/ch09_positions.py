@@ -23,11 +23,11 @@ import torch
 from matplotlib.figure import Figure
 
 from scansnap import figures, positions, train
-from scansnap._checks import check_fraction, check_int, check_positive, check_seeds
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.model import cross_entropy
 from scansnap.model_options import ModelOptions
+from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.verdicts import Rule, Verdict, at_least, at_most
 
@@ -41,17 +41,21 @@ class PositionsConfig(Config):
     ``steps``, SGD with ``momentum``, ``eta_Y``, ``eta_Z``; the bias at ``eta_Z``) on ``seeds``; ``instances``
     random checks of the long-sequence form (torch ``seed``)."""
 
-    margins: tuple[float, ...] = (0.6, 0.7, 0.8, 0.9, 0.95)
-    near: float = 0.125
-    T: int = 65
-    batch: int = 128
-    steps: int = 300
-    seeds: tuple[int, ...] = (1, 2, 3, 4, 5, 6)
-    eta_Y: float = 1.0
-    eta_Z: float = 1.0
-    momentum: float = 0.9
-    instances: int = 50
-    seed: int = 0
+    margins: tuple[float, ...] = param((0.6, 0.7, 0.8, 0.9, 0.95), Each(Positive()), listed)
+    near: float = param(0.125, Real(0, 1, open="both"))
+    T: int = param(65, Int(low=3))
+    batch: int = param(128, Int(low=1))
+    steps: int = param(300, Int(low=1))
+    seeds: tuple[int, ...] = param((1, 2, 3, 4, 5, 6), Seeds(), seed_list)
+    eta_Y: float = param(1.0, Positive())
+    eta_Z: float = param(1.0, Positive())
+    momentum: float = param(0.9, Fraction())
+    instances: int = param(50, Int(low=1))
+    seed: int = param(0, Int(low=0))
+    PROTOCOL = ("margin_family(margins {margins}, near {near}), T = {T}, batch {batch}, {steps} SGD steps (momentum "
+                "{momentum}), eta_Y = {eta_Y}, eta_Z = {eta_Z} (bias too), zero init, {seeds}; with and without the "
+                "bias, positions kept and shuffled; {instances} random (Z, Y, bias) for the long-sequence form (seed "
+                "{seed})")
     PRESETS = {"smoke": dict(margins=(0.7, 0.95), T=17, batch=16, steps=10, seeds=(1, 2), instances=5),
                "book": dict(seeds=(1, 2, 3), instances=20), "paper": {}}
     GATED: ClassVar[tuple[str, ...]] = ("steps", "seeds", "T", "batch", "margins")
@@ -60,27 +64,6 @@ class PositionsConfig(Config):
         "instances": "only X2's derivation check reads it, and its rule counts the instances itself (verified at >= "
                      "20, which the book's 20 meet); X3's training does not use them"}
     """The book's fewer random checks of X2, which its rule counts itself."""
-
-    def __post_init__(self) -> None:
-        if not self.margins or min(self.margins) <= 0:
-            raise ValueError(f"margins: must hold at least one margin > 0; got {self.margins}")
-        if not 0 < self.near < 1:
-            raise ValueError(f"near: must be in (0, 1); got {self.near}")
-        check_int("T", self.T, low=3)
-        check_int("batch", self.batch, low=1)
-        check_int("steps", self.steps, low=1)
-        check_seeds("seeds", self.seeds)
-        check_positive("eta_Y", self.eta_Y)
-        check_positive("eta_Z", self.eta_Z)
-        check_fraction("momentum", self.momentum)
-        check_int("instances", self.instances, low=1)
-        check_int("seed", self.seed, low=0)
-
-    def protocol(self) -> str:
-        return (f"margin_family(margins {list(self.margins)}, near {self.near}), T = {self.T}, batch {self.batch}, "
-                f"{self.steps} SGD steps (momentum {self.momentum}), eta_Y = {self.eta_Y}, eta_Z = {self.eta_Z} (bias "
-                f"too), zero init, seeds {list(self.seeds)}; with and without the bias, positions kept and shuffled; "
-                f"{self.instances} random (Z, Y, bias) for the long-sequence form (seed {self.seed})")
 
 
 @dataclass(frozen=True)

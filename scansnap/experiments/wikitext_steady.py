@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from scansnap._checks import check_fraction, check_int
+from scansnap.params import Fraction, Int, param, validate
 
 __all__ = ["DEGENERATE", "SteadyStop", "degenerate", "eta_t_null", "late_change_table", "matched", "step_noise",
            "steady_stops"]
@@ -38,16 +38,13 @@ class SteadyStop:
     held-out loss averaged over the last ``width`` measurements has not fallen below ``(1 - tolerance)`` times its
     best earlier average (Figure 10: C41, X7)."""
 
-    width: int = 3
-    patience: int = 3
-    tolerance: float = 0.005
-    min_steps: int = 600
+    width: int = param(3, Int(low=1))
+    patience: int = param(3, Int(low=1))
+    tolerance: float = param(0.005, Fraction())
+    min_steps: int = param(600, Int(low=0))
 
     def __post_init__(self) -> None:
-        check_int("width", self.width, low=1)
-        check_int("patience", self.patience, low=1)
-        check_fraction("tolerance", self.tolerance)
-        check_int("min_steps", self.min_steps, low=0)
+        validate(self)
 
     def stop(self, steps: np.ndarray, loss: np.ndarray) -> int | None:
         """The step ``(E,)`` ``steps`` at which a run with held-out ``loss`` ``(E,)`` has converged (``None``: not
