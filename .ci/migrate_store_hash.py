@@ -3,10 +3,11 @@ from the old code hash (the bytes of the ~20 modules their run module imports) t
 syntax of the functions the run executes, scansnap.codehash), without re-running them.
 
 Legitimate only because the run's code did not change: every store was checked current under the old hash at
-commit eb5bddb (`python -m scansnap store list`: OK for all three) immediately before this change, and the only
-edit to code the runs execute is the data note of WikiConfig.splits, which no longer names the absolute path of the
-data folder of the machine that made the run. The stored note is redacted the same way; every other array keeps
-its digest (checked below). The new functions and hash are traced from the verify prefix of each store.
+commit eb5bddb (the listing now named `python -m scansnap store list`: OK for all three) immediately before this
+change, and the only edit to code the runs execute is the data note of WikiConfig.splits, which no longer names the
+absolute path of the data folder of the machine that made the run. The stored note is redacted the same way; every
+other array keeps its digest (checked below). The new functions and hash are traced from the verify prefix of each
+store.
 """
 
 from __future__ import annotations
