@@ -51,6 +51,7 @@ EXEMPT = {
     "scansnap.claims": "the claims ledger (book/claims.md)",
     "scansnap.closure": "which library sources a page can run (the page cache)",
     "scansnap.device": "where the trainers compute (SCANSNAP_DEVICE, --device): no result of the paper",
+    "scansnap.parallel": "where independent runs execute (SCANSNAP_JOBS, SCANSNAP_DASK): no result of the paper",
     "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored evidence)",
     "scansnap.evidence": "stored evidence: long runs made once, stored with provenance, checked by the build",
     "scansnap.cli": "the command line (python -m scansnap)",
