@@ -118,8 +118,6 @@ def fan_out(fn: Callable[[A], T], items: Sequence[A], *, n_jobs: int | None = No
         dask: a scheduler address (:func:`dask_address`: default ``$SCANSNAP_DASK``); it takes precedence over
             ``n_jobs``: the cluster's workers decide how many run at once.
     """
-    import joblib  # imported here: the library imports this module without it
-
     items = list(items)
     address = dask_address(dask)
     n = min(jobs(n_jobs), max(len(items), 1))
@@ -128,6 +126,7 @@ def fan_out(fn: Callable[[A], T], items: Sequence[A], *, n_jobs: int | None = No
     elif n == 1:
         placed, backend = [_placed(fn, x) for x in items], "sequential"
     else:
+        joblib = _joblib(f"{JOBS} = {n}")
         with joblib.parallel_config(backend="loky", n_jobs=n, inner_max_num_threads=1):
             placed = joblib.Parallel()(joblib.delayed(_placed)(fn, x) for x in items)
         backend = f"loky, {n} processes"
@@ -137,8 +136,18 @@ def fan_out(fn: Callable[[A], T], items: Sequence[A], *, n_jobs: int | None = No
     return fanned
 
 
+def _joblib(setting: str) -> Any:
+    """joblib, imported only when runs leave this process (a run here needs nothing beyond torch)."""
+    try:
+        import joblib
+    except ImportError as err:
+        raise ImportError(f"{setting}: runs in other processes need joblib, a dependency of scansnap that is not "
+                          "installed here: pip install joblib") from err
+    return joblib
+
+
 def _on_dask(fn: Callable[[Any], Any], items: list[Any], address: str) -> list[tuple[Any, str]]:
-    import joblib
+    joblib = _joblib(f"{DASK} = {address}")
     from distributed import Client
 
     try:
