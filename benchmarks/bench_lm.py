@@ -18,7 +18,12 @@ machine slows both alike; the printout gives tokens per second, the ratio, the s
 the vocabulary decoder (linear layer + cross-entropy, forward and backward), the thread counts tried,
 and bf16 autocast (its speed, and whether its losses agree with float32).
 
-Usage: ``python benchmarks/bench_lm.py [--vocab V] [--layers 1 3] [--steps N] [--blocks N] [--quick]``.
+On another device (``--device cuda``) both models, their batches and every step run there (float32, TF32 off:
+:func:`scansnap.device.full_precision`), and the CPU-only parts (the thread counts, the projection of the paper run
+on this machine's two cores) are left out; ``--threads`` fixes torch's intra-op CPU threads (printed).
+
+Usage: ``python benchmarks/bench_lm.py [--device cpu] [--threads 1 2] [--vocab V] [--layers 1 3] [--steps N]
+[--blocks N] [--quick]``.
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ import time
 import torch
 import torch.nn.functional as F  # noqa: N812
 
-from scansnap import lm
+from scansnap import device, lm
 
 BATCH, BPTT = 20, 35
 LR, FF_LR, DROPOUT = 5.0, 10.0, 0.3
+DEVICE = torch.device("cpu")
+"""Where the models and batches are (``--device``)."""
 
 
 def paper_vocab() -> int:
@@ -45,7 +52,7 @@ def paper_vocab() -> int:
 
 def batches(vocab: int, n: int, seed: int = 0) -> list[tuple[torch.Tensor, torch.Tensor]]:
     gen = torch.Generator().manual_seed(seed)
-    x = torch.randint(0, vocab, (n, BATCH, BPTT + 1), generator=gen)
+    x = torch.randint(0, vocab, (n, BATCH, BPTT + 1), generator=gen).to(DEVICE)
     return [(b[:, :-1], b[:, 1:]) for b in x]
 
 
@@ -54,7 +61,7 @@ def make(vocab: int, layers: int) -> tuple[lm.TransformerLM, torch.nn.Module]:
     ours = lm.TransformerLM(vocab, layers=layers, dropout=DROPOUT, max_len=BPTT)
     torch.manual_seed(0)
     ref = lm.reference(lm.TransformerLM(vocab, layers=layers, dropout=DROPOUT, max_len=BPTT))
-    return ours, ref
+    return ours.to(DEVICE), ref.to(DEVICE)
 
 
 def check_same(vocab: int, layers: int) -> float:
@@ -65,11 +72,20 @@ def check_same(vocab: int, layers: int) -> float:
         return (ours(x)[0] - ref(x)[0]).abs().max().item()
 
 
+def sync() -> None:
+    """Wait for the device's queued work (a CUDA step returns before it is done; ``sgd_step``'s ``.item()`` waits
+    too)."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
+
+
 def time_block(model: torch.nn.Module, data: list, bf16: bool = False) -> float:
+    sync()
     start = time.perf_counter()
     for x, y in data:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(DEVICE.type, dtype=torch.bfloat16, enabled=bf16):
             lm.sgd_step(model, x, y, lr=LR, ff_lr=FF_LR)
+    sync()
     return time.perf_counter() - start
 
 
@@ -90,13 +106,15 @@ def decoder_share(vocab: int, layers: int, steps: int) -> float:
     """Time of the decoder's forward + backward (with the loss) over the time of a whole step."""
     ours, _ = make(vocab, layers)
     data = batches(vocab, steps)
-    h = torch.randn(BATCH, BPTT, ours.d)
+    h = torch.randn(BATCH, BPTT, ours.d, device=DEVICE)
     step = time_block(ours, data) / steps
+    sync()
     start = time.perf_counter()
     for _, y in data:
         hidden = h.clone().requires_grad_()
         loss = F.cross_entropy(ours.decoder(hidden).reshape(-1, vocab), y.reshape(-1))
         loss.backward()
+    sync()
     return (time.perf_counter() - start) / steps / step
 
 
@@ -110,7 +128,7 @@ def bf16_check(vocab: int, steps: int) -> tuple[float, float]:
     torch.manual_seed(1)
     la = [lm.sgd_step(a, x, y, lr=LR, ff_lr=FF_LR) for x, y in data]
     torch.manual_seed(1)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast(DEVICE.type, dtype=torch.bfloat16):
         lb = [lm.sgd_step(b, x, y, lr=LR, ff_lr=FF_LR) for x, y in data]
     return t32 / t16, max(abs(p - q) / p for p, q in zip(la, lb, strict=True))
 
@@ -123,33 +141,47 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="steps per timed block")
     parser.add_argument("--blocks", type=int, default=3, help="alternating timed blocks per model")
     parser.add_argument("--quick", action="store_true", help="tiny sizes (a smoke run of this script)")
+    parser.add_argument("--device", default="cpu", help="where both models train (default cpu)")
+    parser.add_argument("--threads", type=int, nargs="+", default=None,
+                        help="torch intra-op CPU threads to time (default: 1 and 2 on the CPU, 1 on another device)")
     args = parser.parse_args()
+    global DEVICE
+    DEVICE = device.resolve(args.device)
+    threads = args.threads or ([1, 2] if DEVICE.type == "cpu" else [1])
     if args.quick:
         args.vocab, args.layers, args.steps, args.blocks = 200, [1], 2, 1
     args.vocab = args.vocab or paper_vocab()
-    torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}; batch {BATCH} x bptt {BPTT}, "
+    torch.set_num_threads(threads[0])
+    print(f"device {device.describe(DEVICE)}; torch {torch.__version__}, {torch.backends.cpu.get_cpu_capability()}; "
+          f"CPU threads {threads}; batch {BATCH} x bptt {BPTT}, "
           f"d 200, vocabulary {args.vocab}; timed inside the process, median of {args.blocks} blocks of "
           f"{args.steps} steps")
+    with device.full_precision():
+        measure(args, threads)
+
+
+def measure(args: argparse.Namespace, threads: list[int]) -> None:
+    """Time the models of ``args.layers`` at every thread count, then the projection and bf16 (``--bf16``)."""
     rate = {}
     for layers in args.layers:
         print(f"\n{layers} layer(s): max |logits ours - torch.nn.TransformerEncoder| (float64) "
               f"{check_same(args.vocab, layers):.1e}")
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
+        for n in threads:
+            torch.set_num_threads(n)
             ours, ref = tokens_per_s(args.vocab, layers, args.steps, args.blocks)
-            rate[layers, threads] = ours
-            print(f"  {threads} thread(s): ours {ours:8.0f} tokens/s, torch.nn.TransformerEncoder {ref:8.0f} "
-                  f"tokens/s, ratio ours/torch {ours / ref:.2f}")
-        torch.set_num_threads(1)
+            rate[layers, n] = ours
+            print(f"  {DEVICE.type}, {n} CPU thread(s): ours {ours:8.0f} tokens/s, torch.nn.TransformerEncoder "
+                  f"{ref:8.0f} tokens/s, ratio ours/torch {ours / ref:.2f}")
+        torch.set_num_threads(threads[0])
         share = decoder_share(args.vocab, layers, args.steps)
-        print(f"  share of a step in the vocabulary decoder (1 thread): {share:.0%}")
-    if 1 in args.layers:
+        print(f"  share of a step in the vocabulary decoder ({threads[0]} thread(s)): {share:.0%}")
+    if 1 in args.layers and DEVICE.type == "cpu" and {1, 2} <= set(threads):
         project(rate[1, 1], rate[1, 2])
     if not args.bf16:
         return
     speed, diff = bf16_check(args.vocab, args.steps)
-    print(f"\nbf16 autocast, 1 layer, 1 thread: speed-up {speed:.2f}x; max relative loss difference from float32 "
+    print(f"\nbf16 autocast on {DEVICE.type}, 1 layer, {threads[0]} thread(s): speed-up {speed:.2f}x; max relative "
+          "loss difference from float32 "
           f"over {args.steps} steps {diff:.1e}. Kept: float32 and 1 thread unless both columns above say otherwise.")
 
 

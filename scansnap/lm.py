@@ -168,7 +168,7 @@ def reference(model: TransformerLM) -> nn.Module:
             self.register_buffer("pe", model.pe, persistent=False)
 
         def forward(self, x: torch.Tensor, need_weights: bool = False):
-            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1])
+            mask = nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
             h = self.drop(self.embedding(x) * math.sqrt(d) + self.pe[: x.shape[1]])
             return self.decoder(self.encoder(h, mask=mask, is_causal=True)), []
 

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BINDER = ROOT / "binder"
 REPO2DOCKER = "jupyter-repo2docker==2026.4.0"
 # What the chapters and the library import at run time (besides the standard library), and the notebook UI.
-RUNTIME = {"torch", "numpy", "scipy", "sympy", "matplotlib", "seaborn", "tqdm", "pooch", "myst-nb", "jupyterlab",
-           "jupytext", "ipykernel"}
+RUNTIME = {"torch", "numpy", "scipy", "sympy", "matplotlib", "seaborn", "tqdm", "pooch", "joblib", "myst-nb",
+           "jupyterlab", "jupytext", "ipykernel"}
 # The book build and the development tools: never in Binder's image.
 BUILD_ONLY = {"jupyter-book", "playwright", "pytest", "ruff", "sphinx-proof", "sphinxcontrib-bibtex",
               "sphinx-mathjax-offline", "sphinx-codeautolink"}

@@ -3,6 +3,8 @@ draws the same on every device; GPU runs (marker ``gpu``, skipped without one) a
 
 from __future__ import annotations
 
+import functools
+import re
 import sys
 
 import pytest
@@ -14,40 +16,72 @@ from scansnap import data, device, experiments, sweep, train
 from scansnap.model_options import ModelOptions
 from scansnap.positions import margin_family
 
-FACTORIES = {torch.zeros, torch.ones, torch.empty, torch.full, torch.arange, torch.linspace, torch.eye, torch.tensor,
-             torch.as_tensor, torch.rand, torch.randn, torch.randint, torch.Generator}
-CPU_BY_DESIGN = {
-    "scansnap.data:SequenceClasses.sample": "draws a batch with the seed's CPU generator (moved to the device after)",
-    "scansnap.positions:PositionalClasses.sample": "the same, for the positional data",
-    "scansnap.model:init_params": "draws the initial (Y, Z) with the seed's CPU generator",
-    "scansnap.model_options:head_params": "the same, for the options model",
-    "scansnap.train:train": "the seeds' CPU generators, and the History's snapshot steps (results come back to CPU)",
-    "scansnap.train:_broadcast_configs": "the learning rates and seeds as given (moved to the device by train)",
-    "scansnap.sweep:configurations": "the grid's learning rates and seeds (CPU inputs of train)",
-    "scansnap.model_options:OptionsModel.__init__": "the model is built on the CPU and moved whole (train: .to)",
-    "scansnap.data:sequence_classes": "the data family is built on the CPU (train moves it: SequenceClasses.to)",
-    "scansnap.positions:margin_family": "the same, for the positional data",
+FACTORIES = {torch.zeros, torch.ones, torch.empty, torch.full, torch.arange, torch.linspace, torch.logspace, torch.eye,
+             torch.tensor, torch.as_tensor, torch.from_numpy, torch.scalar_tensor, torch.empty_strided, torch.rand,
+             torch.randn, torch.randint, torch.randperm, torch.normal, torch.tril_indices, torch.triu_indices}
+"""Torch's functions that make a tensor from nothing (the ``*_like`` factories and ``Tensor.new_*`` take their
+input's device, so they follow the run). ``torch.Generator`` is a class, not a function torch dispatches through
+``__torch_function__``: :class:`FactoryCalls` records it by wrapping it."""
+COMPREHENSION = re.compile(r"\.<locals>\.<(listcomp|setcomp|dictcomp|genexpr)>$")
+CPU_BY_DESIGN: dict[tuple[str, str], str] = {
+    ("scansnap.data:SequenceClasses.sample", "randint"): "a batch drawn with the seed's CPU generator (moved after)",
+    ("scansnap.positions:PositionalClasses.sample", "randint"): "the same, for the positional data",
+    ("scansnap.model:init_params", "rand"): "the initial (Y, Z) drawn with the seed's CPU generator",
+    ("scansnap.model:init_params", "zeros"): "the zero initialization, then moved with the drawn one",
+    ("scansnap.model_options:head_params", "randn"): "the same, for the options model",
+    ("scansnap.train:train", "Generator"): "the seeds' CPU generators: a seed draws the same on every device",
+    ("scansnap.train:train", "tensor"): "the History's snapshot steps (results come back to the CPU)",
+    ("scansnap.train:_broadcast_configs", "as_tensor"): "the learning rates and seeds as given (train moves them)",
+    ("scansnap.sweep:configurations", "tensor"): "the grid's learning rates and seeds (CPU inputs of train)",
+    ("scansnap.model_options:OptionsModel.__init__", "zeros"): "the model is built on the CPU and moved whole (.to)",
+    ("scansnap.data:sequence_classes", "arange"): "the data family is built on the CPU (train: SequenceClasses.to)",
+    ("scansnap.data:sequence_classes", "linspace"): "the same",
+    ("scansnap.data:sequence_classes", "zeros"): "the same",
 }
+"""``(caller, factory)`` pairs that make their tensor on the CPU on purpose, each with its reason (keyed by the
+factory too, so that a new factory in the same function that ignores the device is still caught)."""
 
 
 class FactoryCalls(TorchFunctionMode):
-    """Records ``(caller "module:qualname", factory, device argument)`` of every tensor factory and generator made
-    inside the block by the library."""
+    """Records ``(caller "module:qualname", factory, device argument)`` of every tensor factory (:data:`FACTORIES`)
+    and ``torch.Generator`` the library calls inside the block; the device argument is ``None`` where the call
+    names none (torch then uses the CPU).
+
+    Why the device is checked by argument, on the CPU: a CPU tensor does not remember whether its maker asked for
+    the run's device or for none, so a CPU run cannot tell the two apart by the tensors it made; the call can.
+    The ``meta`` device (tensors without data) cannot stand in for a GPU either: the trainers read values (an
+    index drawn on the CPU, a loss brought back by ``.cpu()``, a ``.item()``), which a meta tensor does not have,
+    so a meta run stops at its first such read and leaves the rest of the code unchecked. A factory that names no
+    device, outside the draws made on the CPU on purpose (:data:`CPU_BY_DESIGN`), is what leaves a tensor on the
+    CPU of a GPU run; one that names a device other than the run's is caught by comparing with the setting.
+    """
 
     def __init__(self) -> None:
         super().__init__()
         self.calls: set[tuple[str, str, str | None]] = set()
 
+    def _record(self, depth: int, name: str, dev: object) -> None:
+        frame = sys._getframe(depth + 1)
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith("scansnap"):
+            caller = COMPREHENSION.sub("", frame.f_code.co_qualname)  # a comprehension's frame: its function's
+            self.calls.add((f"{module}:{caller}", name, None if dev is None else str(dev)))
+
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in FACTORIES:
-            frame = sys._getframe(1)
-            module = frame.f_globals.get("__name__", "")
-            if module.startswith("scansnap"):
-                dev = kwargs.get("device")
-                self.calls.add((f"{module}:{frame.f_code.co_qualname}", getattr(func, "__name__", str(func)),
-                                None if dev is None else str(dev)))
+            self._record(1, getattr(func, "__name__", str(func)), kwargs.get("device"))
         return func(*args, **kwargs)
+
+    def generators(self, monkeypatch) -> None:
+        """Record every ``torch.Generator(...)`` made inside the block too (by wrapping the class in ``torch``)."""
+        real = torch.Generator
+
+        def generator(device=None):
+            self._record(1, "Generator", device)
+            return real() if device is None else real(device)
+
+        monkeypatch.setattr(torch, "Generator", generator)
 
 
 def _runs() -> dict[str, callable]:
@@ -63,16 +97,27 @@ def _runs() -> dict[str, callable]:
     }
 
 
+@pytest.mark.parametrize("setting", ["variable", "argument"])
 @pytest.mark.parametrize("run", list(_runs()), ids=str)
-def test_every_tensor_the_trainer_makes_is_made_on_the_runs_device(run: str) -> None:
-    """Outside the CPU draws (:data:`CPU_BY_DESIGN`), every tensor factory a run calls names its device: on a GPU
-    none is left on the CPU to meet a CUDA tensor."""
+def test_every_tensor_the_trainer_makes_is_made_on_the_runs_device(run: str, setting: str, monkeypatch) -> None:
+    """Outside the CPU draws (:data:`CPU_BY_DESIGN`), every tensor factory a run calls names the run's device,
+    whether the setting comes from ``$SCANSNAP_DEVICE`` or the ``device`` argument: on a GPU none is left on the
+    CPU to meet a CUDA tensor. The generators are all the seeds' CPU generators (the draws are made on the CPU)."""
+    monkeypatch.setenv(device.ENV, "cpu")
+    if setting == "argument":  # the variable names a device this machine lacks: only the argument can make it run
+        monkeypatch.setenv(device.ENV, "tpu")
+        monkeypatch.setattr(train, "train", functools.partial(train.train, device="cpu"))
     call = _runs()[run]
     with FactoryCalls() as mode:
+        mode.generators(monkeypatch)
         call()
-    undeclared = sorted(c for c in mode.calls if c[2] is None and c[0] not in CPU_BY_DESIGN)
+    undeclared = sorted(c for c in mode.calls if c[2] is None and c[:2] not in CPU_BY_DESIGN)
     assert not undeclared, f"tensor factories that ignore the run's device: {undeclared}"
+    elsewhere = sorted(c for c in mode.calls if c[2] is not None and c[2] != "cpu")
+    assert not elsewhere, f"tensor factories that name a device other than the run's: {elsewhere}"
     assert any(c[2] == "cpu" for c in mode.calls), "the run made no tensor on its device"
+    gens = {c for c in mode.calls if c[1] == "Generator"}
+    assert gens and {c[:2] for c in gens} <= set(CPU_BY_DESIGN), f"generators outside the declared CPU draws: {gens}"
 
 
 def test_resolve_reads_the_argument_then_the_variable_then_defaults_to_the_cpu(monkeypatch) -> None:

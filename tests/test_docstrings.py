@@ -52,6 +52,7 @@ EXEMPT = {
     "scansnap.closure": "which library sources a page can run (the page cache)",
     "scansnap.manifest": "the one registry of chapters and experiments (data): no result of the paper",
     "scansnap.device": "where the trainers compute (SCANSNAP_DEVICE, --device): no result of the paper",
+    "scansnap.parallel": "where independent runs execute (SCANSNAP_JOBS, SCANSNAP_DASK): no result of the paper",
     "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored runs)",
     "scansnap.store": "stored runs: long runs made once, stored with provenance, checked by the build",
     "scansnap.cli": "the command line (python -m scansnap)",
