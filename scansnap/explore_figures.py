@@ -20,11 +20,12 @@ import math
 import numpy as np
 
 from scansnap import stats, theory
-from scansnap.experiments.ch05_synsmall import DISTINCT, TOKENS, Fig4Result
+from scansnap.experiments.ch05_synsmall import Fig4Result
 from scansnap.experiments.ch06_figures import Fig3Result, Fig9Result
 from scansnap.experiments.ch06_trained import TrainedResult
 from scansnap.experiments.ch07_syn_medium import SweepResult
 from scansnap.experiments.ch08_wikitext import FreezeResult
+from scansnap.experiments.synsmall_runs import DISTINCT, TOKENS
 from scansnap.explore import Control, Explorable, rounded
 
 __all__ = ["freeze_explorable", "log_rates", "phase_explorable", "synmedium_explorable", "synsmall_explorable"]
