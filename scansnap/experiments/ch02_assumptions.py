@@ -171,7 +171,7 @@ def assumptions_verdicts(r: AssumptionsResult) -> list[Verdict]:
 
 ASSUMPTIONS = Experiment(
     id="ch2-assumptions", config=AssumptionsConfig, result=AssumptionsResult,
-    run=run_assumptions, verdicts=assumptions_verdicts, work=lambda c: 8 * c.steps,
+    run=run_assumptions, verdicts=assumptions_verdicts, work=lambda c: 6 * c.steps,  # 3 trainings x 2 limits
     figures=(FigureSpec(
         id="fig-ch2-assumptions",
         caption="The paper's Syn-Small protocol against the theory's assumptions: class 1's attention mass on its "

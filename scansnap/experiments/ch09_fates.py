@@ -243,7 +243,7 @@ def flow_verdicts(r: FlowResult) -> list[Verdict]:
 
 
 FLOW = Experiment(id="ch9-flow", config=FlowConfig, result=FlowResult, run=run_flow,
-                  verdicts=flow_verdicts, work=lambda c: c.steps)
+                  verdicts=flow_verdicts, work=lambda c: 2 * c.steps)  # two families
 
 
 def fates_table(r: FatesResult) -> dict[str, np.ndarray]:
