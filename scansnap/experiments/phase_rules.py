@@ -18,6 +18,7 @@ rules they use.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from scansnap import theory
 from scansnap._checks import check_choice
-from scansnap.verdicts import TRAINING_KINDS, Rule, Verdict, at_least, at_most
+from scansnap.verdicts import TRAINING_KINDS, Judged, Rule, Verdict, at_least, at_most
 
 __all__ = ["CLAIMS", "PERMUTATIONS", "PREMISE_POPULATION", "PREMISE_SAMPLED", "Ordering", "PhaseMeasures",
            "RatioInvariance", "Scanning", "Snapping", "TransitionOrder", "TransitionSlope", "judge", "no_scan_curve",
@@ -136,11 +137,6 @@ class PhaseMeasures:
         return getattr(self, check_choice("claim", claim, CLAIMS))
 
 
-def _start_tolerance(evidence: str) -> tuple[float, float]:
-    # Eqn 14 and the exact system start like t^2 exactly; SGD's discrete steps give t (t - 1) / 2 instead
-    return {"derivation": (0.01, 0.1), "simulation": (0.05, 0.2)}.get(evidence, (0.3, 0.6))
-
-
 _SHARE = "share of adjacent grid steps that go the claimed way"
 _ORDER = {"C28": ("both rates scaled up: larger B_n", "scaling both rates up leaves B_n at the horizon as it is "
                   "or lowers it"),
@@ -171,7 +167,8 @@ def _phase_rule(claim: str, evidence: str) -> Rule:
     premise = (PREMISE_SAMPLED if evidence == "training-sampled" else PREMISE_POPULATION) if training else ""
     exact = evidence in _EXACT
     if claim == "C25":
-        v, p = _start_tolerance(evidence)
+        # Eqn 14 and the exact system start like t^2 exactly; SGD's discrete steps give t (t - 1) / 2 instead
+        v, p = {"derivation": (0.01, 0.1), "simulation": (0.05, 0.2)}.get(evidence, (0.3, 0.6))
         ref = "b/a (Theorem 4's exponent)" if exact else "Eqn 14's peak at the same rates"
         return Rule(claim, evidence, Scanning, (
             at_most("start_deviation", "|local exponent of ln chi-bar at the start - 2| (median over runs)", v, p),
@@ -236,6 +233,9 @@ def _phase_rule(claim: str, evidence: str) -> Rule:
         premise=premise)
 
 
+_Share = Callable[[np.ndarray, list[list[int]], str], tuple[float, float]]
+
+
 def _lines(nY: int, nZ: int) -> dict[str, list[list[int]]]:
     return {k: theory.grid_lines(nY, nZ, k) for k in ("eta_Y", "eta_Z", "scale")}
 
@@ -246,10 +246,19 @@ def _share(values: np.ndarray, lines: list[list[int]], direction: str) -> tuple[
     return theory.order_share(values, lines, direction)
 
 
-def _ordering(B_end: np.ndarray, nY: int, nZ: int) -> dict[str, Ordering]:
-    lines = _lines(nY, nZ)
-    return {c: Ordering(*_share(B_end, lines[k], d))
+def _ordering(B_end: np.ndarray, lines: dict[str, list[list[int]]], share: _Share | None = None) -> dict[str, Ordering]:
+    """C28-C30's measures: ``share`` (default :func:`_share`; the controls: :func:`_permuted`) of ``B_end`` ``(C,)``
+    along the grid's lines of each kind, in the claimed direction."""
+    return {c: Ordering(*(share or _share)(B_end, lines[k], d))
             for c, k, d in (("C28", "scale", "up"), ("C29", "eta_Y", "down"), ("C30", "eta_Z", "up"))}
+
+
+def _ratio_invariance(B_t0: np.ndarray, B_end: np.ndarray, scale: list[list[int]]) -> RatioInvariance:
+    """C31's measures: the spread of ``B_t0`` and of ``B_end`` ``(C,)`` along the lines of fixed ``eta_Z / eta_Y``."""
+    if not scale:
+        return RatioInvariance(math.nan, math.nan)
+    return RatioInvariance(float(theory.line_spread(B_t0, scale).max()),
+                           float(np.median(theory.line_spread(B_end, scale))))
 
 
 def _drop_share(drop: np.ndarray, ref_drop: np.ndarray) -> float:
@@ -284,9 +293,8 @@ def phase_measures(m: theory.GrowthMeasures, nY: int, nZ: int, b_over_a: float, 
         C26=Snapping(float(drop.max()), _drop_share(drop, ref_drop), float(ref_drop.max()),
                      float(m.decade_gain.min()), freeze_drop),
         C27=TransitionSlope(abs(m.slope + 1) + 1.96 * m.slope_se, _share(m.snap, lines["eta_Y"], "down")[0],
-                            m.slope, m.slope_se), **_ordering(m.B_end, nY, nZ),
-        C31=RatioInvariance(float(theory.line_spread(m.B_t0, scale).max()) if scale else math.nan,
-                            float(np.median(theory.line_spread(m.B_end, scale))) if scale else math.nan),
+                            m.slope, m.slope_se), **_ordering(m.B_end, lines),
+        C31=_ratio_invariance(m.B_t0, m.B_end, scale),
         C34=TransitionOrder(_share(m.snap, lines["eta_Y"], "down")[0],
                             _share(m.log_chi_end, lines["eta_Y"], "down")[0]))
 
@@ -314,7 +322,8 @@ def phase_controls(m: theory.GrowthMeasures, reference: theory.GrowthMeasures, t
     chi-bar = t^q through each run's peak exponent q, measured like the run; C27: the same fit against ``eta_Z``;
     C28-C30, C34: the run's orderings with the learning rates permuted across runs (:func:`permutations`); C31:
     ``B_n`` read at one common step."""
-    lines, C, scale = _lines(nY, nZ), B.shape[1], _lines(nY, nZ)["scale"]
+    lines, C = _lines(nY, nZ), B.shape[1]
+    scale = lines["scale"]
     tt = t[t > 1]
     log_chi = np.outer(np.log(tt), m.peak_chi_exponent)  # ln chi-bar = q ln t
     expo = np.gradient(log_chi, np.log(tt), axis=0)
@@ -326,15 +335,12 @@ def phase_controls(m: theory.GrowthMeasures, reference: theory.GrowthMeasures, t
     flat = no_scan_curve(t, B)
     scan = phase_measures(theory.measure_growth(t, 2 * flat, flat, eta_Y, eta_Z, M, K, t_early), nY, nZ, b_over_a,
                           reference=reference).C25
-    ordering = {c: Ordering(*_permuted(m.B_end, lines[k], d))
-                for c, k, d in (("C28", "scale", "up"), ("C29", "eta_Y", "down"), ("C30", "eta_Z", "up"))}
     return PhaseMeasures(
         C25=scan,
         C26=Snapping(float(drop.max()), _drop_share(drop, ref_late / ref_peak),
                      float((ref_late / ref_peak).max()), float(gain.min()), float(1 / t[-1])),
-        C27=_slope_against_eta_Z(eta_Y, eta_Z, m.snap, lines), **ordering,
-        C31=RatioInvariance(float(theory.line_spread(B_common, scale).max()) if scale else math.nan,
-                            float(np.median(theory.line_spread(m.B_end, scale))) if scale else math.nan),
+        C27=_slope_against_eta_Z(eta_Y, eta_Z, m.snap, lines), **_ordering(m.B_end, lines, _permuted),
+        C31=_ratio_invariance(B_common, m.B_end, scale),
         C34=TransitionOrder(_permuted(m.snap, lines["eta_Y"], "down")[0],
                             _permuted(m.log_chi_end, lines["eta_Y"], "down")[0]))
 
@@ -347,7 +353,7 @@ def _slope_against_eta_Z(eta_Y: np.ndarray, eta_Z: np.ndarray, snap: np.ndarray,
     return TransitionSlope(abs(slope + 1) + 1.96 * se, _share(snap, lines["eta_Z"], "down")[0], slope, se)
 
 
-def judge(claims: tuple[str, ...], evidence: str, measures: PhaseMeasures, config: Any, *,
+def judge(claims: tuple[str, ...], evidence: str, measures: PhaseMeasures, config: Judged, *,
           control: PhaseMeasures | None = None, scope: str = "", link: str = "", details: str = "",
           too_small: str = "") -> list[Verdict]:
     """The verdicts of ``claims`` (Chapter 6's C25-C31 and C34) on ``evidence``; ``control`` and ``too_small``
