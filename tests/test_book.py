@@ -53,6 +53,21 @@ def test_chapter_template(chapter: Path) -> None:
     assert any(re.search(r"^assert ", c.source, re.M) for c in code), "no assert"
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_statements_carry_the_papers_numbers(chapter: Path) -> None:
+    """Every statement box is unnumbered and every reference to one names it in words: sphinx-proof's running count
+    would print the paper's Lemma 18 as "Lemma 3" (``proof_title_format`` puts the title, which holds the paper's
+    number, right after the kind)."""
+    text = chapter.read_text()
+    boxes = re.findall(r"```\{prf:\w+\} (.*)\n:label: (\S+)\n(:nonumber:)?", text)
+    assert all(nonumber for _, _, nonumber in boxes), f"boxes without :nonumber: {[b[1] for b in boxes if not b[2]]}"
+    assert all(re.match(r"(\d+ \(|\(|of this book: )", title) for title, _, _ in boxes), (
+        f"a box title starts with the paper's number, '(Eqn ...)' or 'of this book:': {[b[0] for b in boxes]}")
+    bare = re.findall(r"\{prf:ref\}`([^`<]+)`", text)
+    assert not bare, f"references without their text (they would print the kind alone): {bare}"
+    assert " %t" in (ROOT / "_config.yml").read_text().split("proof_title_format:")[1].split("\n")[0]
+
+
 @pytest.mark.book_stage
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_executes_in_smoke_profile(chapter: Path, tmp_path: Path, monkeypatch) -> None:
