@@ -4,10 +4,11 @@
 is an approximation), the exact velocity of ``Z`` (:func:`scansnap.theory.fates.population_zdot`) against Eqn 10
 (:func:`scansnap.theory.fates.eqn10_zdot`) with ``gamma(t)`` of Lemma 6, and three disjoint classes trained to see
 that ``Z`` never moves: C15 on **training-population** evidence, judged on the families that meet Assumption 2 (weak
-overlap, ``eta_Y >> eta_Z``; :func:`scansnap.theory.overlaps.assumption2`) up to the paper's horizon ``t = 2000`` in
-every profile but smoke. Its control is a velocity with the overlap structure removed: the exact velocity with its
-key columns permuted within each query row (one seeded permutation per family and checkpoint), compared with Eqn 10
-the same way, and the least-moving judged family in place of the disjoint classes. Families outside the assumption
+overlap, ``eta_Y >> eta_Z``; :func:`scansnap.theory.overlaps.assumption2`) up to this book's horizon ``t = 2000``
+(twenty times the authors' 100 SGD steps) in every profile but smoke. Its control is a velocity with the overlap
+structure removed: the exact velocity with its key columns permuted within each query row (one seeded permutation
+per family and checkpoint), compared with Eqn 10 the same way, and the least-moving judged family in place of the
+disjoint classes. Families outside the assumption
 ("one common token", Syn-Small) are run and shown beside, not judged. The speed of Eqn 10 (exact / Eqn 10 with
 Theorem 1's ``gamma`` and ``beta``) is a criterion that keeps C15 below verified when it is off by more than 1.25x
 (not required: it carries Theorem 1's ``beta``, which C9 judges). The statements against the exact gradient (derivation
@@ -248,7 +249,8 @@ RULE_C15_TRAINING = Rule("C15", "training-population", Eqn10Training, (
          "measured coefficients) and no motion without overlap (relative to the motion of the judged families: "
          "1e-10 is round-off, 1e-7 a trace) are required. The speed of Eqn 10 carries Theorem 1's beta, which C9 "
          "judges (its rules report beta_error): off by more than 1.25x it keeps C15 below verified without "
-         "refuting its structure (not required). Judged up to the paper's horizon t = 2000.")
+         "refuting its structure (not required). Judged up to this book's horizon t = 2000 (twenty times the "
+         "authors' 100 SGD steps).")
 
 
 def eqn10_verdicts(r: Eqn10Result) -> list[Verdict]:

@@ -52,7 +52,8 @@ class ScanningConfig(Config):
         random_families, random_t_max, z0_scale, seed: random families (3 classes, two sharing a query, 4 common
             and 4 distinct tokens each) integrated from a Gaussian ``Z(0)`` of scale ``z0_scale`` up to
             ``random_t_max``.
-        constant_rate, flow_t_max: Sec. 5's first fate, a rate ``A_n`` held constant, up to ``flow_t_max``.
+        constant_rate, flow_t_max: the first of the two fates (the opening of Sec. 6), a rate ``A_n`` held constant,
+            up to ``flow_t_max``.
     """
 
     eta_Y: float = param(1.0, Positive())
