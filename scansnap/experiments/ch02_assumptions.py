@@ -153,7 +153,8 @@ RULE_C43 = Rule("C43", "training-sampled", AssumptionGaps, (
 
 
 def assumptions_verdicts(r: AssumptionsResult) -> list[Verdict]:
-    """C43 from the four gaps; the control is the same runs at step 0."""
+    """C43 from the four gaps; the control is split-half seeds for the two training gaps and the theory's
+    own setting for overlap and initialization."""
     c = r.config
     mean = r.sampled.mean(1)  # (R, steps + 1)
     ends = ", ".join(f"{name} {mean[i, -1]:.3f}" for i, name in enumerate(RUNS))

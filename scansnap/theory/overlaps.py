@@ -75,7 +75,8 @@ def assumption2(classes: SequenceClasses, eta_Y: float, eta_Z: float, max_norm: 
 
 
 def modification_norm(E: np.ndarray) -> float:
-    """``||E (I + E)^{-1}||_2``: the exact relative size of Lemma 3's modification (in the ``W`` coordinates).
+    """``||E (I + E)^{-1}||_2``: the worst case over update directions of Lemma 3's modification's relative size
+    (one class's update changes by :func:`update_change`, which this norm times ``||F||_2`` bounds).
 
     ``E`` ``(K, K)``: symmetric, zero diagonal, ``I + E`` positive definite. For ``K = 2`` and overlap ``e``
     the eigenvalues are ``e/(1+e)`` and ``-e/(1-e)``, so the norm is ``e/(1-e)`` (Lemma 17's bound is tight).
