@@ -9,7 +9,7 @@ queries (locally distinct, globally common) and a token is common among the clas
   same flow with only the same-query part of the velocity, and without the residual, are kept as context.
 * :data:`FATES` (``fig-ch9-fates``): the Y/Z trainer with and without the residual, in the long-sequence limit and
   sampled: **training** evidence on C33b ("does the local rule describe the trained model?"), each judged against
-  the other arm (the same model trained without the residual), where Theorem 2's global rule holds. Runs start from
+  the other arm (the same model trained without the residual), where the global rule would hold. Runs start from
   ``Z(0) ~ N(0, z_std^2)`` so that runs in the limit differ too (one per (learning-rate pair, seed)); each share is
   taken per run and read at the far end of its 95% t interval over runs.
 """
@@ -72,12 +72,13 @@ _FATE_CRITERIA = (
     at_least("local_all_lo", "per run, share of all entries that move as the local rule says (Theorem 2 per query): "
              "lower end of its 95% interval over runs", 0.9, 0.6, required=False),
 )
-_FATE_ALTERNATIVE = ("the global rule (Theorem 2 over all classes): a token shared with a class of another query is "
-                     "common and its logit falls, as without the residual")
+_FATE_ALTERNATIVE = ("the global rule (this book's baseline: Theorem 2's labels applied over all classes; Theorem 2 "
+                     "proves the fall for a single common token only): a token shared with a class of another query "
+                     "is common and its logit falls")
 _FATE_NOTE = ("Fate = sign of the net logit change of each (query row, token) entry; the local rule classifies a "
               "token over the classes of that query only, the global rule over all classes.")
 _CONTROL_PLAIN = ("the other arm: the same measures on the model trained without the residual, same family, learning "
-                  "rates and seeds (where the global rule makes the shared tokens fall)")
+                  "rates and seeds (where the global rule would have the shared tokens fall)")
 PREMISE = ("Theorem 2 applied per query: Theorem 1's coupling of the decoder (C9) with the classes of other queries "
            "decoupled (C33a); on this family the shared tokens couple the queries")
 RULE_C33B_POPULATION = Rule("C33b", "training-population", FateMeasures, _FATE_CRITERIA, _FATE_ALTERNATIVE,

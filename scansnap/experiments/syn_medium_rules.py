@@ -122,8 +122,8 @@ RULE_C38 = Rule("C38", "training-sampled", EtaZTrend, (
              *_MONOTONE),
     at_least("share_significant", "share of eta_Z steps whose fall has a paired t <= -2 over seeds", *_SIGNIFICANT),
     at_least("median_effect", "median fall per eta_Z step over the seed spread (Cohen's d)", *_EFFECT),
-), alternative="eta_Z has no effect on the final entropy: the changes along eta_Z are seed noise (about one row "
-               "in eight falls at every step of four points, a median effect near 0)",
+), alternative="eta_Z has no effect on the final entropy: the changes along eta_Z are seed noise (a row of four "
+               "exchangeable points falls at every step about one time in 24, 1/4!, a median effect near 0)",
     control=_PERMUTED, depends_on={"steps": _STEPS},
     note="Runs with the same seed are paired (same initialization and batches). A Cohen's d of 0.8 is a large "
          "effect, 0.2 a small one.")

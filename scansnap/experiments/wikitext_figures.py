@@ -139,13 +139,18 @@ def token_correlations(t: TokenStudy) -> dict[str, float]:
     return out
 
 
-def sign_finding(rho: dict[str, float]) -> str:
+def sign_finding(rho: dict[str, float], n: int) -> str:
     """In words, the sign of Spearman's rho against next-token entropy after training, with and without positional
-    encoding (``rho`` from :func:`token_correlations`), against the theory's prediction (negative)."""
+    encoding (``rho`` from :func:`token_correlations` over ``n`` tokens), against this book's reading of the theory
+    (negative); a rho within ``1.96 / sqrt(n - 1)`` of 0 (its 95% band under no correlation) is not told apart
+    from 0."""
+    band = 1.96 / np.sqrt(max(n - 1, 1))
+
     def said(key: str, name: str) -> str:
         v = rho[key]
-        sign = "negative, the theory's sign" if v < 0 else "not negative: the theory's sign is not observed"
-        return f"{name} it is {sign} (rho = {v:+.2f})"
+        sign = ("indistinguishable from 0" if abs(v) < band else "negative, the sign this book expects" if v < 0
+                else "positive: the sign this book expects is not observed")
+        return f"{name} it is {sign} (rho = {v:+.2f}, band +-{band:.2f})"
     return (f"{said('rho_entropy_pe', 'with positional encoding')}; "
             f"{said('rho_entropy_nope', 'without it')}")
 

@@ -166,9 +166,9 @@ def snap_control(tr: Trajectory) -> SnapRun:
 @dataclass(frozen=True)
 class Snap:
     """C40a, C40b, P2 and P3's measures: the 1-layer model over seeds (``_1``: the end of the 95% t interval over
-    seeds far from the claim's alternative, clipped to [0, 1] for the shares; ``ch8-freeze``) and the first layer
-    of the multi-layer model (``_multi``, ``ch8-freeze-deep``, one seed). Fields as :class:`SnapRun`; ``seeds_1``:
-    how many 1-layer seeds."""
+    seeds nearest the claim's alternative, the conservative end, clipped to [0, 1] for the shares; ``ch8-freeze``)
+    and the first layer of the multi-layer model (``_multi``, ``ch8-freeze-deep``, one seed). Fields as
+    :class:`SnapRun`; ``seeds_1``: how many 1-layer seeds."""
 
     entropy_fall_1_low: float
     moved_mass_1_low: float
@@ -187,7 +187,7 @@ class Snap:
     seeds_1: int
 
 
-_HIGH = ("tv_late", "rate_drop")  # smaller is the claim: the upper end is far from the alternative
+_HIGH = ("tv_late", "rate_drop")  # smaller is the claim: the upper end is nearest the alternative (conservative)
 _UNIT = ("moved_mass", "tv_late", "kept_late")  # shares: an interval end is clipped to [0, 1]
 
 
