@@ -18,7 +18,8 @@ attention velocity is (:func:`residual_zdot`)::
 where ``e_{psi(k)}`` in ``v~_k`` drops out (``f_n`` is 0 on query tokens), so class ``k`` reaches query ``m``'s
 logits only through ``beta_nk``. :func:`residual_zdot` splits the velocity into the part from classes of
 the same query and the part from classes of other queries (the coupling that the residual removes).
-:func:`token_roles` gives each (query, token) pair its global role (Theorem 2 over all classes) and its local
+:func:`token_roles` gives each (query, token) pair its global role (Theorem 2's labels applied over all classes: a baseline
+of Chapter 9, not a theorem) and its local
 role (over the classes of that query only).
 """
 
@@ -121,7 +122,8 @@ def residual_zdot(
 def token_roles(classes: SequenceClasses) -> tuple[torch.Tensor, torch.Tensor]:
     """Roles of every (query row ``m``, token ``l``) entry under the global and the local rule.
 
-    Global rule (Theorem 2 over all classes): ``l`` is distinct in row ``m`` when exactly one class holds it
+    Global rule (Theorem 2's labels over all classes, Chapter 9's baseline; Theorem 2 proves the fall of a single
+    common token only): ``l`` is distinct in row ``m`` when exactly one class holds it
     and that class has query ``m``; common when two or more classes hold it and one of them has query ``m``.
     Local rule (the residual's, paper Sec. 7): the same over the classes of query ``m`` only.
 
