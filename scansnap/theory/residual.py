@@ -18,9 +18,8 @@ attention velocity is (:func:`residual_zdot`)::
 where ``e_{psi(k)}`` in ``v~_k`` drops out (``f_n`` is 0 on query tokens), so class ``k`` reaches query ``m``'s
 logits only through ``beta_nk``. :func:`residual_zdot` splits the velocity into the part from classes of
 the same query and the part from classes of other queries (the coupling that the residual removes).
-:func:`token_roles` gives each (query, token) pair its global role (Theorem 2's labels applied over all classes: a baseline
-of Chapter 9, not a theorem) and its local
-role (over the classes of that query only).
+:func:`token_roles` gives each (query, token) pair its global role (Theorem 2's labels applied over all classes:
+a baseline of Chapter 9, not a theorem) and its local role (over the classes of that query only).
 """
 
 from __future__ import annotations
