@@ -53,6 +53,9 @@ class Outcome(StrEnum):
     (:attr:`scansnap.verdicts.Rule.depends_on`)."""
     TOO_SMALL = "effect too small to judge"
     """Inconclusive: the effect the rule tests is too small in this run to be seen."""
+    TOO_FEW = "too few points to judge"
+    """Inconclusive: the run gives the rule fewer valid points than its measures need (e.g. too few learning rates
+    outside a degenerate regime to read an ordering): the claim's effect may be there, the run cannot show it."""
     PREMISE_NOT_MET = "premise not met"
     """Inconclusive: the run is outside the claim's premise (judged by the experiment, from its measures)."""
 

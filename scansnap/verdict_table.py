@@ -174,6 +174,9 @@ def _decision(v: Verdict) -> tuple[str, str]:
     if v.outcome is Outcome.TOO_SMALL:
         return ("a run in which the effect the rule tests happens at a visible size (the page shows how far the "
                 "runs searched get)", "")
+    if v.outcome is Outcome.TOO_FEW:
+        return ("a run with as many valid points as the rule needs (the reason says how many), e.g. more learning "
+                "rates outside the degenerate regime", "")
     if v.outcome is Outcome.PREMISE_NOT_MET:
         return ("a run inside the claim's premise (the page says which premise the run missed)", "")
     return (f"a run in which the measured effect exceeds what the control ({v.control_level} on the same rule) "

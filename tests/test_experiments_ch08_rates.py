@@ -18,6 +18,7 @@ from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import wikitext_rates as wr  # noqa: E402
 from scansnap.experiments import wikitext_steady as wst  # noqa: E402
 from scansnap.experiments.wikitext_as_run import MISSING, TrainText  # noqa: E402
+from scansnap.verdicts import Outcome  # noqa: E402
 
 DATA = wikitext_found().folder  # wikitext.data_dir(), where the files are (or were downloaded now)
 needs_data = needs_wikitext()
@@ -130,6 +131,7 @@ def test_c41_leaves_the_degenerate_regime_out_and_is_inconclusive_with_too_few_r
     bad = _result(_grid([2.0, 1.7, 1.4, 1.1, 0.8]), loss_end=[5.9, 5.9, 7.0, 7.0, 7.0])
     (v,) = ch8r.rates_verdicts(bad)
     assert v.level == "inconclusive" and "only 2 of 5 rates outside the degenerate regime" in v.reason
+    assert v.outcome is Outcome.TOO_FEW  # too few rates to read an ordering: not an effect too small to see
     # a smaller rate that is behind is slow, not degenerate: only rates above the best one can be
     stop = np.full((5, 1), 100)
     assert not wst.degenerate(np.array([[7.0], [6.5], [5.9], [5.9], [6.0]])[..., None], stop, 100).any()

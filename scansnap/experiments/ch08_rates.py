@@ -35,7 +35,7 @@ from scansnap.experiments.wikitext_rates import (
     run_rates,
 )
 from scansnap.results import Cut
-from scansnap.verdicts import Rule, Verdict, at_least, at_most
+from scansnap.verdicts import Outcome, Rule, Verdict, at_least, at_most
 
 
 @dataclass(frozen=True)
@@ -182,11 +182,13 @@ def _verdict(rule: Rule, r: RatesResult, link: str, train: TrainText | None) -> 
                f"{np.round(r.final('heldout_loss').mean(1), 2).tolist()}; matched eta*t = {j.eta_t:g}; stop steps "
                f"{r.stop.tolist()}")
     fine = len(c.lrs) - len(j.degenerate)
-    too_small = (f"only {fine} of {len(c.lrs)} rates outside the degenerate regime ({c.min_rates} needed); measured "
-                 f"on every rate" if fine < c.min_rates else "")
     config = (train or TrainText.here(c)).judged(c, *convergence_cut(r, j.steady))
-    return rule.judge(j.order, config, control=j.control, details=details, link=link, too_small=too_small,
-                      scope=f"{rule.claim}: {c.layers}-layer runs, first layer")
+    v = rule.judge(j.order, config, control=j.control, details=details, link=link,
+                   scope=f"{rule.claim}: {c.layers}-layer runs, first layer")
+    if fine >= c.min_rates:
+        return v
+    return v.undecided(Outcome.TOO_FEW, f"only {fine} of {len(c.lrs)} rates outside the degenerate regime "
+                                        f"({c.min_rates} needed); measured on every rate")
 
 
 def rates_verdicts(r: RatesResult, train: TrainText | None = None) -> list[Verdict]:
