@@ -129,7 +129,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C22", _T, r"Initial value as prior: the winning token is $\arg\max_l \mathbb P(l \mid n)\, e^{z_{ml}(0)}$.",
           "Sec. 5 (after Theorem 3)", _CH[5]),
     Claim("C23", _T, r"If $\xi_n$ stays bounded away from 0, $B_n$ grows without bound and the attention becomes "
-          r"winner-take-all.", "Sec. 5", _CH[5]),
+          r"winner-take-all.", "Sec. 6 (first paragraph)", _CH[5]),
     Claim("C24", _T, r"$B_n(t)$ has a closed form in $h(t)$ (Eqn 14), given the simplified dynamics of Eqn 13.",
           "Theorem 4, Eqn 13-14", _CH[6]),
     Claim("C25", _T, r"Scanning phase: early on the growth factor grows (sub-)linearly in $t$.", "Sec. 6", _CH[6]),
@@ -139,7 +139,8 @@ CLAIMS: tuple[Claim, ...] = (
           "Sec. 6, insight (a)", _CH[6]),
     Claim("C28", _T, r"Scaling both learning rates up gives a larger $B_n$ at a fixed horizon: sparser attention.",
           "Sec. 6, insight (b)", _CH[6]),
-    Claim("C29", _T, r"At fixed $\eta_Z$, a smaller $\eta_Y$ gives a larger $B_n$: sparser attention.",
+    Claim("C29", _T, r"At fixed $\eta_Z$, a smaller $\eta_Y$ gives a larger $B_n$ at a horizon past the transition: "
+          r"sparser attention.",
           "Sec. 6, insight (c); App. F(3b)", _CH[6]),
     Claim("C30", _T, r"At fixed $\eta_Y$, a larger $\eta_Z$ gives a larger $B_n$: sparser attention.",
           "App. F(3a)", _CH[6]),

@@ -28,7 +28,8 @@ from scansnap.verdicts import EVIDENCE, TRAINING_KINDS, Level, Verdict, numbers_
 __all__ = ["LedgerRow", "chapter_titles", "link_claims", "page", "picture", "rows", "summary", "table",
            "verdict_slug"]
 
-_SET_WORDS = {"paper": "of the paper", "central": "central claims of the paper (its abstract)", "book": "of this book"}
+_SET_WORDS = {"paper": "of the paper", "central": "central claims of the paper (its abstract and introduction)",
+              "book": "of this book"}
 _MARKS = {"derivation": '<polygon points="5,.8 9.2,5 5,9.2 .8,5"/>', "simulation": '<circle cx="5" cy="5" r="4"/>',
           "training-population": '<polygon points="5,.8 9.3,9 .7,9"/>',
           "training-sampled": '<rect x="1" y="1" width="8" height="8"/>',
