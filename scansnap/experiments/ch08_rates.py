@@ -152,7 +152,9 @@ RULE_C41 = Rule("C41", "real-data", RateOrder, _criteria("1 layer"),
                             "how far a larger rate travels (eta*t), the simplified theory's own prediction at a "
                             "unified rate (this book's reconstruction of Eqn 14): no ordering at matched eta*t, "
                             "seed noise; the criteria at the stop read the paper's claim, those at matched eta*t are "
-                            "this book's stronger test",
+                            "this book's stronger test. Both sets are required, so C41's verdict also asks the "
+                            "stronger test: a miss at matched eta*t alone would refute the reading beyond eta*t, not "
+                            "the paper's ordering at convergence",
                 control=_CONTROL, note=_NOTE + " The paper's Figure 10 is a 1-layer model; deeper models are X7.")
 RULE_X7 = Rule("X7", "real-data", RateOrder, _criteria("first layer of the multi-layer model"),
                alternative="depth removes the effect: the first-layer held-out entropy of the multi-layer model is "

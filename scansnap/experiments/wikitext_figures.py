@@ -150,7 +150,7 @@ def sign_finding(rho: dict[str, float], n: int) -> str:
         v = rho[key]
         sign = ("indistinguishable from 0" if abs(v) < band else "negative, the sign this book expects" if v < 0
                 else "positive: the sign this book expects is not observed")
-        return f"{name} it is {sign} (rho = {v:+.2f}, band +-{band:.2f})"
+        return f"{name} it is {sign} (rho = {v:+.2f}, 95% band ±{band:.2f})"
     return (f"{said('rho_entropy_pe', 'with positional encoding')}; "
             f"{said('rho_entropy_nope', 'without it')}")
 
