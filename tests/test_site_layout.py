@@ -6,8 +6,9 @@ site in ``$SCANSNAP_SITE`` (default ``_build/html``):
 
 * every page at 1300 and at 400 pixels: no element of the article (math, code, outputs, figures, tables, boxes)
   reaches past the article's column unless a box between them scrolls, and no box that hides its overflow has
-  content wider than itself (a clipped equation: Chapter 6's Theorem 4 box once cut "Gamma(t) ="); the page
-  itself does not scroll sideways;
+  content wider than itself (a clipped equation: Chapter 6's Theorem 4 box once cut "Gamma(t) ="); no inline
+  formula is wider than its line (it would scroll in its own box, the scroll bar hidden: 28 did at 400 pixels); the
+  page itself does not scroll sideways;
 * the ledger at 1300 x 2000: its picture and its first table rows are within the first screen; its chapter links
   break between words, never inside one;
 * the intro shows the ledger's picture, with the same chips and counts;
@@ -107,6 +108,15 @@ _LAYOUT = """([exclude, wide]) => {
     const over = el.scrollWidth > el.clientWidth + 2 && el.clientWidth > 1;  // 1 px: visually hidden
     if (hides(el) && over) {
       out.push(`cut: ${name(el)} shows ${el.clientWidth} of ${el.scrollWidth} px (overflow-x hidden)`);
+      reported.add(el);
+      continue;
+    }
+    // an inline formula wider than its line scrolls inside its own box (span.math), its scroll bar hidden on a phone
+    // or in a screenshot: it reads as a cut at any width (a long formula is a display equation, broken across lines)
+    const formula = el.matches('span.math') ? el.querySelector('mjx-container') : null;
+    if (formula && formula.getBoundingClientRect().width > el.clientWidth + 2) {
+      out.push(`inline formula wider than its line: ${name(el)} shows ${el.clientWidth} of ` +
+               `${Math.round(formula.getBoundingClientRect().width)} px (make it a display equation)`);
       reported.add(el);
       continue;
     }
