@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 import scansnap
-from scansnap import codehash, provenance, results
+from scansnap import codehash, device, parallel, provenance, results
 from scansnap._checks import check_choice, check_int
 from scansnap._io import atomic_write, dump_json, source_checkout
 from scansnap.experiments.base import Experiment
@@ -82,7 +82,9 @@ class Provenance:
     """How a stored result was made (``provenance.json``). ``digests``: array name -> SHA-256 of its dtype,
     shape and bytes; ``functions``: the library functions the run executes (``"module:qualname"``) and the
     hash of the docstring-free syntax of each (:func:`scansnap.codehash.function_hash`), which ``code_hash``
-    combines; ``record``: dated notes on the store made after it (e.g. a change of the hash scheme), oldest first."""
+    combines; ``record``: dated notes on the store made after it (e.g. a change of the hash scheme), oldest first;
+    ``where``: where each of its independent runs ran (:attr:`scansnap.parallel.Fanned.where`, in order; empty for
+    a store made before it was recorded)."""
 
     experiment: str
     profile: str
@@ -101,6 +103,7 @@ class Provenance:
     command: str
     digests: dict[str, str]
     record: list[str] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         """One paragraph for the page: when, where and in how long, and the command that re-makes it."""
@@ -139,14 +142,11 @@ def code(exp: Experiment, config: Any) -> tuple[str, dict[str, str]]:
     executes the same functions as the whole run (``tests/test_store.py`` checks it for every stored
     experiment)."""
     run_config = exp.prefix(config, HORIZON) if exp.prefix is not None else config
-    with mock.patch.dict(os.environ, {PROCESSES: "1"}), torch.random.fork_rng():  # a pool's runs: not traced
+    alone = {parallel.JOBS: "1", parallel.DASK: ""}  # runs in another process are not traced
+    with mock.patch.dict(os.environ, alone), torch.random.fork_rng():
         _, functions = codehash.trace(exp.run, run_config, None, modules=[exp.run.__module__])
     table = codehash.hashes(functions)
     return codehash.code_hash(table), table
-
-
-PROCESSES = "SCANSNAP_SEED_PROCESSES"
-"""The environment variable by which Chapter 8's runs train their seeds in several processes."""
 
 
 def _digests(path: Path) -> dict[str, str]:
@@ -170,13 +170,15 @@ class DirtyCheckoutError(RuntimeError):
 
 
 def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: str = "paper",
-          figure: str | None = None, root: Path | None = None, allow_dirty: bool = False) -> Path:
+          figure: str | None = None, root: Path | None = None, allow_dirty: bool = False,
+          where: list[str] | None = None) -> Path:
     """Store ``result`` (made by ``exp.run(config)`` in ``wall_s`` seconds) with its provenance under
     ``stores/<exp.id>/<profile>/``; the folder is written whole or not at all. Returns the folder.
 
     Refuses (:class:`DirtyCheckoutError`) when tracked files of the checkout have uncommitted changes (the commit
     would read ``+dirty``: no one could check out the code that made the run); ``allow_dirty`` is for tests that store
-    into a temporary folder."""
+    into a temporary folder. ``where``: where each of the run's fanned-out runs ran
+    (:func:`scansnap.parallel.recording`), for the provenance."""
     check_choice("profile", profile, ("smoke", "book", "paper"))
     state = provenance.checkout()
     commit = str(state)
@@ -195,10 +197,10 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
         target = figure or (exp.figures[0].id if exp.figures else exp.id)
         prov = Provenance(exp.id, profile, config.to_dict(), _hash(config.to_dict()), lib, functions,
                           commit, provenance.version(), torch.__version__,
-                          "cpu" if not torch.cuda.is_available() else torch.cuda.get_device_name(0), _cpu(),
+                          device.describe(device.resolve()), _cpu(),
                           torch.get_num_threads(), float(wall_s), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                           f"python -m scansnap reproduce {target} --profile {profile} --store",
-                          _digests(tmp / "result.npz"))
+                          _digests(tmp / "result.npz"), where=list(where or ()))
         atomic_write(tmp / "provenance.json", dump_json(asdict(prov)))
         old = folder.with_name(f".{profile}-old")
         shutil.rmtree(old, ignore_errors=True)

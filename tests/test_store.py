@@ -295,3 +295,13 @@ def test_a_stored_experiments_prefix_executes_every_function_its_whole_run_does(
     whole = codehash.trace(exp.run, config, None)[1]
     prefix = codehash.trace(exp.run, exp.prefix(config, store.HORIZON), None)[1]
     assert set(whole) <= set(prefix), sorted(set(whole) - set(prefix))
+
+
+def test_a_store_records_its_device_and_where_its_runs_ran(walk, tmp_path: Path, monkeypatch) -> None:
+    exp, _ = walk
+    monkeypatch.setenv("SCANSNAP_DEVICE", "cpu")
+    config = exp.config.preset("paper")
+    where = ["tcp://10.0.0.5:40123", "tcp://10.0.0.6:40321"]
+    store.store(exp, config, exp.run(config), 1.0, root=tmp_path, allow_dirty=True, where=where)
+    prov = store.load(exp, root=tmp_path).provenance
+    assert prov.where == where and prov.device == "cpu"
