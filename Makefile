@@ -34,6 +34,7 @@ endif
 BUILD := $(BOOK_OUT)/_build
 HTML := $(BUILD)/html
 FIGURES := _extra/figures
+VERDICTS := _extra/verdicts
 
 .PHONY: help venv book smoke data test site-test lint bench bench-sweep clean clean-cache reference binder-check
 
@@ -49,7 +50,7 @@ help:
 	@echo "make reference    (re)write book/reference/, one Library reference page per public module"
 	@echo "make binder-check emulate the Binder image (binder/) and run every chapter on one core (long)"
 	@echo "make clean        remove built pages, keep the execution cache"
-	@echo "make clean-cache  remove the execution cache, the built pages and $(FIGURES)"
+	@echo "make clean-cache  remove the execution cache, the built pages, $(FIGURES) and $(VERDICTS)"
 	@echo "make venv         create .venv and install requirements.txt (done by the targets above)"
 	@echo "SCANSNAP_PROFILE=smoke|book|paper picks the scale (now: $(SCANSNAP_PROFILE))"
 
@@ -80,14 +81,14 @@ BOOK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 
 # MPLBACKEND is unset for the build: with a non-inline backend (e.g. Agg) a glued figure silently
 # becomes the text "<Figure size ...>" and -W does not notice (.ci/check_build.py does).
-# The execution cache does not keep the files a page writes (figures under $(FIGURES)):
+# The execution cache does not keep the files a page writes (figures under $(FIGURES), verdicts under $(VERDICTS)):
 # if they are gone while the cache is warm, the cache is dropped so the pages re-run.
 # First, in seconds, the data Chapter 8 needs (scansnap.wikitext.check): when they are neither there nor downloadable,
 # the build stops before executing any page, with what to do as the last thing on the screen.
 book: venv
 	@$(BIN)/python -m scansnap data check
-	@if [ -d $(BUILD)/.jupyter_cache ] && [ ! -d $(FIGURES) ]; then \
-	  echo "$(FIGURES) is missing: dropping the execution cache $(BUILD)/.jupyter_cache"; \
+	@if [ -d $(BUILD)/.jupyter_cache ] && { [ ! -d $(FIGURES) ] || [ ! -d $(VERDICTS) ]; }; then \
+	  echo "$(FIGURES) or $(VERDICTS) is missing: dropping the execution cache $(BUILD)/.jupyter_cache"; \
 	  rm -rf $(BUILD)/.jupyter_cache; fi
 	@mkdir -p $(FIGURES)
 	@echo "building the book with SCANSNAP_PROFILE=$(SCANSNAP_PROFILE)"
@@ -147,4 +148,4 @@ clean:
 # The execution cache key of a page includes a hash of the scansnap sources it imports
 # (_ext/scansnap_book.py), so library edits re-execute the pages they affect; this starts from scratch.
 clean-cache:
-	rm -rf _build $(FIGURES)
+	rm -rf _build $(FIGURES) $(VERDICTS)

@@ -1,5 +1,5 @@
 """Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap store
-list | verify [<experiment-id>] [--steps N] [--horizon H]``, ``python -m scansnap claims
+list | verify [<experiment-id>] [--steps N] [--horizon H] [--device D]``, ``python -m scansnap claims
 [--write-lock | --check-lock]``, ``python -m scansnap rules [--write --reason ... | --check]`` and ``python -m scansnap
 data check | download``.
 
@@ -269,7 +269,8 @@ def _rules(args: argparse.Namespace) -> int:
 
 
 def _store(args: argparse.Namespace) -> int:
-    """``store list``: every store and whether it is current; ``store verify``: re-run and compare."""
+    """``store list``: every store and whether it is current; ``store verify``: re-run and compare (REFUSED on a
+    device the store cannot be verified on)."""
     items = store.stored_ids(args.root)
     if args.experiment is not None:
         items = [(args.experiment, args.profile)]
@@ -278,17 +279,19 @@ def _store(args: argparse.Namespace) -> int:
         return 0
     failed = 0
     for exp_id, profile in items:
-        start = time.perf_counter()
+        start, label = time.perf_counter(), "MISMATCH"
         try:
             exp = experiments.resolve(exp_id)
             problems = store.check(exp, profile, args.root)
             if args.action == "verify" and not problems:
-                problems = store.verify(exp, profile, args.steps, args.root, horizon=args.horizon)
+                problems = store.verify(exp, profile, args.steps, args.root, horizon=args.horizon, device=args.device)
+        except store.UnverifiableError as err:
+            problems, label = [str(err)], "REFUSED"
         except (ValueError, FileNotFoundError) as err:
             problems = [str(err)]
         failed += bool(problems)
         took = f" ({time.perf_counter() - start:.1f} s)" if args.action == "verify" else ""
-        print(f"{'MISMATCH' if problems else 'OK'}: {exp_id}/{profile}{took}" + "".join(f"\n  {p}" for p in problems))
+        print(f"{label if problems else 'OK'}: {exp_id}/{profile}{took}" + "".join(f"\n  {p}" for p in problems))
     return 1 if failed else 0
 
 

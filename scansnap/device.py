@@ -16,10 +16,11 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
-__all__ = ["ENV", "describe", "full_precision", "model_on", "resolve"]
+__all__ = ["ENV", "describe", "floats", "full_precision", "kind", "model_on", "resolve"]
 
 ENV = "SCANSNAP_DEVICE"
 """Environment variable: the device of every run (``cpu``, the default; ``cuda``, ``cuda:1``, ``mps``)."""
@@ -83,3 +84,23 @@ def describe(device: torch.device) -> str:
         index = device.index if device.index is not None else torch.cuda.current_device()
         return f"cuda:{index} ({torch.cuda.get_device_name(index)}), TF32 off"
     return device.type
+
+
+def kind(device: torch.device) -> str:
+    """The device as a stored run's numbers depend on it: ``"cpu"`` (any CPU), ``"mps"``, or
+    ``"cuda (<GPU model>)"`` (any index of that model), e.g. ``"cuda (NVIDIA H100 80GB HBM3)"``."""
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device.index if device.index is not None else 0)})"
+    return device.type
+
+
+def floats() -> dict[str, Any]:
+    """This process's float settings that change a run's sums, for a provenance record: float32 matmul precision
+    (``"highest"``, ``"high"``, ``"medium"``), TF32 in CUDA matmuls and in cuDNN, deterministic algorithms, and the
+    default dtype (e.g. ``"float32"``). The Y/Z trainer computes in full precision whatever they say
+    (:func:`full_precision`)."""
+    return {"float32_matmul_precision": torch.get_float32_matmul_precision(),
+            "cuda_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+            "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+            "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+            "default_dtype": str(torch.get_default_dtype()).removeprefix("torch.")}

@@ -1,4 +1,4 @@
-"""Independent runs (seeds, learning rates, datasets of a sweep) fanned out through :mod:`joblib`, and through a Dask
+"""Independent runs (seeds, learning rates, datasets of a sweep) fanned out through ``joblib``, and through a Dask
 cluster past one machine.
 
 :func:`fan_out` calls ``fn(item)`` for every item and returns the results in the items' order:

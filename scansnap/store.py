@@ -8,8 +8,8 @@ is made once (``python -m scansnap reproduce <figure-id> --profile paper --store
   figures, tables and verdicts read, never model weights;
 * ``provenance.json`` (:class:`Provenance`): the configuration and its hash, the library functions the run
   executes and a hash of their syntax without docstrings (:func:`code`, :mod:`scansnap.codehash`), the commit,
-  scansnap and torch versions, device, CPU model, threads, wall time, date, the command that re-makes it, and a
-  SHA-256 digest of every stored array.
+  scansnap and torch versions, device, float settings and the devices it can be verified on, CPU model, threads,
+  wall time, date, the command that re-makes it, and a SHA-256 digest of every stored array.
 
 A store holds what the run computes; measures, rules, figures and prose are computed from it at build time. So its
 code hash covers only what the run executes, at the grain of functions: a docstring, a comment, a rule, a figure or
@@ -21,7 +21,8 @@ refreshes it), so the strict build fails rather than show a stale run; an array 
 :class:`TamperedStoreError`. :func:`verify` re-runs the first steps of a stored run from its recorded seeds
 (:attr:`scansnap.experiments.base.Experiment.prefix`: exactly the compared steps) and compares them with the stored
 checkpoints up to :data:`HORIZON` (past it, another machine's float sums have made SGD diverge: the later
-checkpoints are held by their digests, and re-made, not re-compared).
+checkpoints are held by their digests, and re-made, not re-compared), on a device its provenance allows
+(:attr:`Provenance.verifiable_on`).
 """
 
 from __future__ import annotations
@@ -42,13 +43,14 @@ import numpy as np
 import torch
 
 import scansnap
-from scansnap import codehash, device, parallel, provenance, results
+from scansnap import codehash, parallel, provenance, results
+from scansnap import device as device_mod
 from scansnap._checks import check_choice, check_int
 from scansnap._io import atomic_write, dump_json, source_checkout
 from scansnap.experiments.base import Experiment
 
 __all__ = ["MAX_BYTES", "DirtyCheckoutError", "Problem", "Provenance", "StaleStoreError", "Stored",
-           "TamperedStoreError",
+           "TamperedStoreError", "UnverifiableError",
            "check", "HORIZON", "code", "config_of", "load", "problems", "read", "read_provenance", "size",
            "store", "store_dir",
            "stored_ids", "verify"]
@@ -77,6 +79,10 @@ class TamperedStoreError(ValueError):
     """A stored array whose digest differs from the one its provenance recorded."""
 
 
+class UnverifiableError(ValueError):
+    """A :func:`verify` asked on a device the store cannot be verified on (:attr:`Provenance.verifiable_on`)."""
+
+
 @dataclass(frozen=True)
 class Provenance:
     """How a stored result was made (``provenance.json``). ``digests``: array name -> SHA-256 of its dtype,
@@ -84,7 +90,17 @@ class Provenance:
     hash of the docstring-free syntax of each (:func:`scansnap.codehash.function_hash`), which ``code_hash``
     combines; ``record``: dated notes on the store made after it (e.g. a change of the hash scheme), oldest first;
     ``where``: where each of its independent runs ran (:attr:`scansnap.parallel.Fanned.where`, in order; empty for
-    a store made before it was recorded)."""
+    a store made before it was recorded).
+
+    ``device``: the kind of device the run computed on (:func:`scansnap.device.kind`: ``"cpu"``, ``"mps"``,
+    ``"cuda (<GPU model>)"``); ``floats``: the process's float settings when it was stored
+    (:func:`scansnap.device.floats`: matmul precision, TF32, deterministic algorithms, default dtype; ``{}``: not
+    recorded, as in stores made before 2026-11-27). ``verifiable_on``: the device kinds :func:`verify` may re-run it
+    on; a store that does not record it reads as its own ``device``. The rule: a store made on a CPU is verified on
+    any CPU (another CPU's float sums differ in their last bits, within :data:`RTOL`/:data:`ATOL` up to
+    :data:`HORIZON`); a store made on a GPU on that GPU model only, since draws made on the device (e.g. dropout
+    from its generator) and its float sums are not the CPU's, and no test has shown them to agree within the
+    tolerance. A kind is added only where a test shows agreement."""
 
     experiment: str
     profile: str
@@ -104,13 +120,23 @@ class Provenance:
     digests: dict[str, str]
     record: list[str] = field(default_factory=list)
     where: list[str] = field(default_factory=list)
+    floats: dict[str, Any] = field(default_factory=dict)
+    verifiable_on: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.verifiable_on:  # not recorded: the store's own device (a bare GPU name: that CUDA model)
+            own = self.device if self.device.split(" ")[0] in device_mod.KINDS else f"cuda ({self.device})"
+            object.__setattr__(self, "verifiable_on", [own])
 
     def describe(self) -> str:
-        """One paragraph for the page: when, where and in how long, and the command that re-makes it."""
+        """One paragraph for the page: when, where and in how long, the float settings (when recorded), and the
+        commands that re-make and check it."""
+        floats = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in self.floats.items())
         return (f"Stored run `{self.experiment}` ({self.profile} profile), made on {self.date} on {self.device} "
                 f"({self.cpu}, {self.threads} thread(s)) in {self.wall_s / 60:.1f} min, at commit "
-                f"`{self.commit[:12]}` with torch {self.torch}. Re-make it: `{self.command}`; check it: "
-                f"`python -m scansnap store verify {self.experiment}`.")
+                f"`{self.commit[:12]}` with torch {self.torch}"
+                + (f"; float settings: {floats}; verifiable on {', '.join(self.verifiable_on)}" if floats else "")
+                + f". Re-make it: `{self.command}`; check it: `python -m scansnap store verify {self.experiment}`.")
 
 
 @dataclass(frozen=True)
@@ -195,12 +221,13 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
         results.save(result, tmp / "result.npz")
         lib, functions = code(exp, config)
         target = figure or (exp.figures[0].id if exp.figures else exp.id)
+        kind = device_mod.kind(device_mod.resolve())  # the device every trainer of the run read
         prov = Provenance(exp.id, profile, config.to_dict(), _hash(config.to_dict()), lib, functions,
-                          commit, provenance.version(), torch.__version__,
-                          device.describe(device.resolve()), _cpu(),
+                          commit, provenance.version(), torch.__version__, kind, _cpu(),
                           torch.get_num_threads(), float(wall_s), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                           f"python -m scansnap reproduce {target} --profile {profile} --store",
-                          _digests(tmp / "result.npz"), where=list(where or ()))
+                          _digests(tmp / "result.npz"), floats=device_mod.floats(), verifiable_on=[kind],
+                          where=list(where or ()))
         atomic_write(tmp / "provenance.json", dump_json(asdict(prov)))
         old = folder.with_name(f".{profile}-old")
         shutil.rmtree(old, ignore_errors=True)
@@ -288,19 +315,34 @@ def stored_ids(root: Path | None = None) -> list[tuple[str, str]]:
 
 
 def verify(exp: Experiment, profile: str = "paper", steps: int | None = None, root: Path | None = None,
-           rtol: float = RTOL, atol: float = ATOL, horizon: int = HORIZON) -> list[str]:
+           rtol: float = RTOL, atol: float = ATOL, horizon: int = HORIZON,
+           device: str | torch.device | None = None) -> list[str]:
     """Re-run the first ``steps`` steps of the stored run (default ``horizon``: exactly the compared steps, through
     the experiment's :attr:`~scansnap.experiments.base.Experiment.prefix`; the whole run when it has none) from its
-    recorded configuration and compare every checkpointed curve at the steps both runs have, up to step
-    ``horizon``, within ``rtol``/``atol`` (a curve the store holds only past ``horizon`` is left out; none compared
-    at all is a mismatch). Returns the mismatches (empty: equal)."""
+    recorded configuration on ``device`` (:func:`scansnap.device.resolve`: default ``$SCANSNAP_DEVICE``, else the
+    CPU) and compare every checkpointed curve at the steps both runs have, up to step ``horizon``, within
+    ``rtol``/``atol`` (default :data:`RTOL` = 1e-4 relative, :data:`ATOL` = 1e-6, up to :data:`HORIZON` = step 5;
+    a curve the store holds only past ``horizon`` is left out; none compared at all is a mismatch). Returns the
+    mismatches (empty: equal).
+
+    Raises :class:`UnverifiableError` (a ``ValueError`` starting ``"device: "``) before running anything when the
+    device's kind (:func:`scansnap.device.kind`) is not one the store can be verified on
+    (:attr:`Provenance.verifiable_on`)."""
     horizon = check_int("horizon", horizon, low=0)
+    dev = device_mod.resolve(device)
     stored = load(exp, profile, root)
+    allowed = stored.provenance.verifiable_on
+    if device_mod.kind(dev) not in allowed:
+        raise UnverifiableError(
+            f"device: {exp.id}/{profile} was made on {stored.provenance.device} and can be verified on "
+            f"{', '.join(allowed)} only; got {dev} ({device_mod.kind(dev)}). Verify it with --device "
+            f"{allowed[0].split(' ')[0]} on such a machine, or re-make it here: {stored.provenance.command}")
     config = config_of(exp, stored)
     if exp.prefix is not None:
         steps = max(horizon, 1) if steps is None else check_int("steps", steps, low=1)
         config = exp.prefix(config, steps)
-    again = exp.run(config, None)
+    with mock.patch.dict(os.environ, {device_mod.ENV: str(dev)}):  # every trainer of the re-run reads it
+        again = exp.run(config, None)
     pick = exp.checkpoints or _all_arrays
     old, new = pick(stored.result), pick(again)
     problems, compared = [], 0

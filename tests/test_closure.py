@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_ext import MINI_PAGE
 
 from scansnap import manifest
 from scansnap.closure import library_closure
@@ -52,17 +53,7 @@ def test_imports_for_type_checking_only_are_not_run(tmp_path: Path) -> None:
     assert library_closure(tmp_path, "from scansnap import a\n") == ["scansnap", "scansnap.a"]
 
 
-PAGE = """---
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-# {title}
+PAGE = MINI_PAGE.split("# page")[0] + """# {title}
 
 ```{{code-cell}} ipython3
 import time

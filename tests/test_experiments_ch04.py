@@ -16,6 +16,7 @@ from scansnap import experiments, results  # noqa: E402
 from scansnap.experiments import ch04_eqn10 as eq  # noqa: E402
 from scansnap.experiments import ch04_fates as ch4  # noqa: E402
 from scansnap.experiments import ch04_identities as idn  # noqa: E402
+from scansnap.experiments import fates_training as ft  # noqa: E402
 from scansnap.theory.families import example_families  # noqa: E402
 
 
@@ -158,8 +159,8 @@ def test_eqn10_figure_is_remade_byte_for_byte(tmp_path: Path) -> None:
      (lambda: eq.Eqn10Config(checkpoints=(3, 1)), "checkpoints"),
      (lambda: eq.Eqn10Config(families=("nope",)), "families"),
      (lambda: ch4.TrainingConfig(seeds=()), "seeds"),
-     (lambda: ch4.TrainingConfig(protocols=ch4.default_protocols(5, 5)[1:]), "protocols"),
-     (lambda: ch4.Protocol("x", 1.0, 1.0, 1.0, 5), "x: momentum")],
+     (lambda: ch4.TrainingConfig(protocols=ft.default_protocols(5, 5)[1:]), "protocols"),
+     (lambda: ft.Protocol("x", 1.0, 1.0, 1.0, 5), "x: momentum")],
 )
 def test_configs_reject_bad_values(make, param: str) -> None:
     with pytest.raises(ValueError, match=names(param)):

@@ -21,6 +21,7 @@ from scansnap.experiments import ch05_synsmall as syn  # noqa: E402
 from scansnap.experiments import ch05_training as trn  # noqa: E402
 from scansnap.experiments import sparsity_rules as sp  # noqa: E402
 from scansnap.experiments import synsmall_nulls as nulls  # noqa: E402
+from scansnap.experiments import synsmall_runs as ssr  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +101,7 @@ def test_fig4_verdicts_and_reload(fig4: syn.Fig4Result, tmp_path: Path) -> None:
     assert by["C36"].control["monotone_seed_share"] < 1
     # chi frozen at 1 deviates from Eqn 11 by about chi_star - 1 = 0.5 where the run's chi reaches 1.5
     assert 0.3 < by["C19"].control["deviation_theorem_setting"] < 0.8
-    start = syn.at_step(fig4.runs, 0)
+    start = ssr.at_step(fig4.runs, 0)
     assert start.attention.shape[2] == 1 and start.loss.shape[-1] == 0
     assert np.isnan(syn.gain_rank_correlation(start)).all() and np.isnan(syn.steps_to_loss(start, 1.0)).all()
     back = results.load(syn.Fig4Result, results.save(fig4, tmp_path / "f.npz"))

@@ -16,6 +16,7 @@ from scansnap import data, experiments, metrics, results  # noqa: E402
 from scansnap.experiments import ch07_fine_grid as fg  # noqa: E402
 from scansnap.experiments import ch07_syn_medium as ch7  # noqa: E402
 from scansnap.experiments import syn_medium_rules as srm  # noqa: E402
+from scansnap.experiments import syn_medium_run as smr  # noqa: E402
 
 RAMP_ENTROPY = 2.151281720651836  # entropy of linspace(0.1, 1, 10), normalized
 FIGS = ("fig-paper-6", "fig-paper-11", "fig-paper-12")
@@ -90,7 +91,7 @@ def test_the_step0_attention_is_the_initial_attention_of_the_same_runs(made) -> 
     learning rate of a seed."""
     c = made.config
     for run in made.result.runs:
-        f0 = ch7.initial_attention(run.num_query, c)
+        f0 = smr.initial_attention(run.num_query, c)
         entropy = metrics.attention_entropy(f0, data.syn_medium(run.num_query)).numpy()
         np.testing.assert_allclose(entropy, run.entropy_init, rtol=1e-12)
         assert (f0 == f0[:1, :1]).all() and (run.recall_entry_init == run.recall_entry_init[:1, :1]).all()

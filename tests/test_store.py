@@ -1,15 +1,18 @@
-"""scansnap.store: a store is current, stale (configuration or code) or tampered; verify re-runs a prefix."""
+"""scansnap.store: a store is current, stale (configuration or code) or tampered; verify re-runs a prefix, on a
+device the store allows; a store records its float settings."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import sys
 import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from scansnap import book, experiments, manifest, store
 from scansnap.cli import main
@@ -305,3 +308,82 @@ def test_a_store_records_its_device_and_where_its_runs_ran(walk, tmp_path: Path,
     store.store(exp, config, exp.run(config), 1.0, root=tmp_path, allow_dirty=True, where=where)
     prov = store.load(exp, root=tmp_path).provenance
     assert prov.where == where and prov.device == "cpu"
+
+
+def test_a_store_records_its_float_settings_and_the_devices_it_verifies_on(walk, tmp_path: Path) -> None:
+    """Issue 28 part 3: the float settings of the process that stored the run (here a matmul precision other than
+    the default) are written to provenance.json and read back; a CPU-made store is verifiable on the CPU."""
+    exp, _ = walk
+    old = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        folder = _store(exp, tmp_path)
+    finally:
+        torch.set_float32_matmul_precision(old)
+    raw = json.loads((folder / "provenance.json").read_text())
+    assert raw["device"] == "cpu" and raw["verifiable_on"] == ["cpu"]
+    assert raw["floats"] == {"float32_matmul_precision": "high", "cuda_matmul_allow_tf32": True,  # torch links them
+                             "cudnn_allow_tf32": torch.backends.cudnn.allow_tf32,
+                             "deterministic_algorithms": False, "default_dtype": "float32"}
+    prov = store.read_provenance(exp, root=tmp_path)
+    assert prov == store.Provenance(**raw) and prov.floats == raw["floats"]
+    text = prov.describe()
+    assert "; float settings: " in text and "float32 matmul precision high" in text and "default dtype float32" in text
+    assert "cuda matmul allow tf32 True" in text and "verifiable on cpu." in text
+    assert store.verify(exp, steps=20, root=tmp_path, device="cpu") == []
+
+
+def test_a_provenance_made_before_float_settings_were_recorded_still_loads(walk, tmp_path: Path) -> None:
+    """A provenance.json without ``floats`` and ``verifiable_on`` (as the repository's three stores) loads: no float
+    settings recorded (the page's paragraph does not mention them), verifiable on its own device; it is current and
+    verifies."""
+    exp, _ = walk
+    folder = _store(exp, tmp_path)
+    raw = json.loads((folder / "provenance.json").read_text())
+    old = {k: v for k, v in raw.items() if k not in ("floats", "verifiable_on")}
+    (folder / "provenance.json").write_text(json.dumps(old))
+    prov = store.read_provenance(exp, root=tmp_path)
+    assert prov.floats == {} and prov.verifiable_on == ["cpu"]
+    assert "float settings" not in prov.describe() and "verifiable on" not in prov.describe()
+    assert store.check(exp, root=tmp_path) == [] and store.verify(exp, steps=20, root=tmp_path) == []
+    gpu = store.Provenance(**{**old, "device": "NVIDIA H100 80GB HBM3"})  # the GPU's bare name, as stored before
+    assert gpu.verifiable_on == ["cuda (NVIDIA H100 80GB HBM3)"]
+
+
+def test_verify_refuses_a_device_the_store_cannot_be_verified_on(walk, tmp_path: Path, monkeypatch, capsys) -> None:
+    """A store made on a GPU is verified on that GPU model only: on the CPU, verify raises naming the parameter and
+    the allowed devices before re-running anything, and the CLI prints REFUSED (exit 1), not a mismatch."""
+    exp, _ = walk
+    folder = _store(exp, tmp_path)
+    raw = json.loads((folder / "provenance.json").read_text())
+    gpu = "cuda (NVIDIA H100 80GB HBM3)"
+    (folder / "provenance.json").write_text(json.dumps({**raw, "device": gpu, "verifiable_on": [gpu]}))
+
+    def never(config, progress=None):
+        raise AssertionError("verify ran the experiment on a device it refuses")
+
+    unrun = dataclasses.replace(exp, run=never)
+    message = (r"^device: test-walk/paper was made on cuda \(NVIDIA H100 80GB HBM3\) and can be verified on "
+               r"cuda \(NVIDIA H100 80GB HBM3\) only; got cpu \(cpu\)")
+    with pytest.raises(store.UnverifiableError, match=message) as err:
+        store.verify(unrun, steps=20, root=tmp_path, device="cpu")
+    assert isinstance(err.value, ValueError)
+    monkeypatch.setattr(experiments, "resolve", lambda target: unrun)
+    capsys.readouterr()
+    assert main(["store", "verify", "test-walk", "--root", str(tmp_path), "--device", "cpu"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("REFUSED: test-walk/paper") and "\n  device: test-walk/paper was made on cuda" in out
+    assert main(["store", "list", "--root", str(tmp_path)]) == 0  # still current: listing does not re-run
+
+
+def test_the_repository_stores_load_unchanged_and_verify_on_the_cpu(capsys) -> None:
+    """The three stores predate the float settings: they load as made on the CPU, without float settings, and
+    ``store list`` prints OK for each."""
+    items = store.stored_ids()
+    assert len(items) == 3
+    for exp_id, profile in items:
+        prov = store.read_provenance(experiments.resolve(exp_id), profile)
+        assert prov.device == "cpu" and prov.verifiable_on == ["cpu"] and prov.floats == {}
+    capsys.readouterr()
+    assert main(["store", "list"]) == 0
+    assert capsys.readouterr().out.splitlines() == [f"OK: {e}/{p}" for e, p in items]

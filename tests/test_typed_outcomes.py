@@ -44,7 +44,6 @@ ALLOWED = {
     ("scansnap/wikitext.py", "s"): "a WikiText-2 line: article titles are ' = Title = ' (the corpus's own format)",
     ("scansnap/wikitext_check.py", "type(e).__module__"): "an exception's module: urllib3's errors are unwrapped",
     ("scansnap/wikitext_check.py", "text"): "a network error's repr, shortened for the message (decides no verdict)",
-    ("scansnap/experiments/__init__.py", "m.name"): "module discovery by file name (the lead's manifest replaces it)",
     ("scansnap/theory/__init__.py", "info.name"): "private submodules (a leading _) are not listed",
     ("scansnap/explore.py", "a.text or ''"): "a plotly annotation's bold title, removed before it is redrawn",
     ("scansnap/figures.py", "p.name"): "a file name: figure records are <id>.json, their data <id>.data.json",

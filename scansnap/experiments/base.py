@@ -27,7 +27,8 @@ from scansnap.verdicts import Verdict
 __all__ = ["Experiment", "FigureSpec", "Progress"]
 
 Progress = Callable[[int], None]
-"""Called once per unit of work (``experiment.work(config)`` units in all)."""
+"""Called once per unit of work (``experiment.work(config)`` calls in all); its argument is informational (the
+trainer passes its step index), so a progress bar counts calls."""
 
 C = TypeVar("C")
 R = TypeVar("R")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
-from scansnap.experiments.ch05_synsmall import DISTINCT, Runs, plot_runs, runs_table, train_runs
+from scansnap.experiments.synsmall_runs import DISTINCT, Runs, plot_runs, runs_table, train_runs
 from scansnap.params import Each, Fraction, Int, Positive, Real, Seeds, listed, param, seed_list
 from scansnap.results import Config
 from scansnap.theory.scanning_measures import modal_set
