@@ -3,9 +3,11 @@ bit for bit (torch's reductions may split work differently across threads)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,3 +93,22 @@ def site_url():
         pytest.fail(f"no built site at {SITE} (index.html missing): run `make book` first, or set SCANSNAP_SITE")
     with serve(SITE) as base:
         yield base
+
+
+@contextlib.contextmanager
+def module_from_source(path: Path, source: str, prefix: str):
+    """``source`` written to ``path`` and imported as a fresh module (a unique name starting with ``prefix``), so
+    that a test can edit the file its functions come from; removed from ``sys.modules`` afterwards."""
+    import importlib.util
+    import uuid
+
+    path.write_text(source)
+    name = f"{prefix}_{uuid.uuid4().hex}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    try:
+        yield module
+    finally:
+        del sys.modules[name]

@@ -4,12 +4,10 @@ unrelated edits leave alone while a one-token change of the arithmetic changes i
 from __future__ import annotations
 
 import ast
-import importlib.util
-import sys
-import uuid
 from pathlib import Path
 
 import pytest
+from conftest import module_from_source
 
 from scansnap import codehash
 
@@ -46,14 +44,8 @@ def plot(r):
 @pytest.fixture
 def mod(tmp_path: Path):
     path = tmp_path / "runmod.py"
-    path.write_text(SOURCE)
-    name = f"runmod_{uuid.uuid4().hex}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    yield module, path
-    del sys.modules[name]
+    with module_from_source(path, SOURCE, "runmod") as module:
+        yield module, path
 
 
 def test_trace_records_the_functions_that_ran_with_nested_code_under_its_definer(mod) -> None:

@@ -4,15 +4,13 @@ device the store allows; a store records its float settings."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
-import sys
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import module_from_source
 
 from scansnap import book, experiments, manifest, store
 from scansnap.cli import main
@@ -109,14 +107,8 @@ def module(tmp_path: Path, monkeypatch):
                                       for i in ("test-walk", "test-logistic")}}
     monkeypatch.setattr(manifest, "entries", lambda: table)
     path = tmp_path / "walk.py"
-    path.write_text(WALK)
-    name = f"walk_{uuid.uuid4().hex}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    yield module, path
-    del sys.modules[name]
+    with module_from_source(path, WALK, "walk") as module:
+        yield module, path
 
 
 @pytest.fixture
