@@ -33,7 +33,18 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from scansnap import claims, device, experiments, figures, ledger, profiles, store, wikitext, wikitext_check
+from scansnap import (
+    claims,
+    device,
+    experiments,
+    figures,
+    ledger,
+    parallel,
+    profiles,
+    store,
+    wikitext,
+    wikitext_check,
+)
 from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 
 __all__ = ["main"]
@@ -86,7 +97,11 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--root", type=Path, default=None, help="the folder holding stores/ (default: the checkout)")
     for p in (rep, ev):
         p.add_argument("--device", default=None,
-                       help=f"where the Y/Z trainer computes: cpu, cuda, cuda:N, mps (default ${device.ENV}, or cpu)")
+                       help=f"where the trainers (Y/Z model, language model) compute: cpu, cuda, cuda:N, mps "
+                            f"(default ${device.ENV}, or cpu)")
+        p.add_argument("--jobs", default=None,
+                       help=f"independent runs at once, one process each (default ${parallel.JOBS}, or 1); with "
+                            f"${parallel.DASK} set, they go to that Dask cluster")
     cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
     mode = cl.add_mutually_exclusive_group()
     mode.add_argument("--check-lock", action="store_true",
@@ -141,7 +156,8 @@ def _reproduce(args: argparse.Namespace) -> int:
     out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
     profile = args.profile or "book"
     start = time.perf_counter()
-    made = _remake(args.figure, profile, out, args.quiet)
+    with parallel.recording() as where:
+        made = _remake(args.figure, profile, out, args.quiet)
     took = time.perf_counter() - start
     others = [f for f in made.records if f != args.figure]
     print(f"{args.figure} ({profile} profile) made in {took:.1f} s: the experiment {made.experiment.id} ran "
@@ -155,7 +171,7 @@ def _reproduce(args: argparse.Namespace) -> int:
         print(f"  {what:{width}s}  {kind:10s}  {path}")
     if args.store:
         folder = store.store(made.experiment, made.config, made.result, made.wall_time_s, profile=profile,
-                                figure=args.figure)
+                             figure=args.figure, where=where)
         print(f"  stored in {folder}")
     return 0
 
@@ -303,5 +319,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.environ[device.ENV] = str(device.resolve(args.device))
         except ValueError as err:
             _parser().error(f"--{err}")
+    if getattr(args, "jobs", None) is not None:  # scansnap.parallel reads it in every fan-out of this process
+        try:
+            os.environ[parallel.JOBS] = str(parallel.jobs(args.jobs))
+        except ValueError as err:
+            _parser().error(str(err))
     commands = {"reproduce": _reproduce, "store": _store, "claims": _claims, "rules": _rules, "data": _data}
     return commands[args.command](args)

@@ -1,10 +1,14 @@
-"""Where the Y/Z trainer computes: one device setting for every run (``SCANSNAP_DEVICE``, ``--device``).
+"""Where the trainers compute: one device setting for every run (``SCANSNAP_DEVICE``, ``--device``).
 
-The book is built on CPUs; a reader with a GPU can run the paper's scale on it. Every run draws its randomness on
-the CPU, from its seeds' CPU generators, and moves what it drew to the device: the same seed gives the same draws
-on every device, and a CPU run is bit for bit what it was before this setting existed. Float32 matrix products on
-a CUDA device run in full precision (TF32 off, :func:`full_precision`), so a GPU run differs from the CPU's in the
-last bits of its sums only. Results come back to the CPU for the measures, figures and verdicts.
+The book is built on CPUs; a reader with a GPU can run the paper's scale on it. The Y/Z trainer draws its
+randomness on the CPU, from its seeds' CPU generators, and moves what it drew to the device: the same seed gives the
+same draws on every device. The language model (:mod:`scansnap.lm_train`, :mod:`scansnap.lm_converge`) is built on
+the CPU (the same initialization everywhere) and trained on the device (:func:`model_on`); its dropout draws come
+from the device's own generator, which on a GPU is not the CPU's stream: a GPU run is reproducible on its device,
+and equals the CPU's only with dropout off. A CPU run is bit for bit what it was before this setting existed.
+Float32 matrix products on a CUDA device run in full precision (TF32 off, :func:`full_precision`), so a GPU run
+differs from the CPU's in the last bits of its sums only. Results come back to the CPU for the measures, figures and
+verdicts.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["ENV", "describe", "floats", "full_precision", "kind", "resolve"]
+__all__ = ["ENV", "describe", "floats", "full_precision", "kind", "model_on", "resolve"]
 
 ENV = "SCANSNAP_DEVICE"
 """Environment variable: the device of every run (``cpu``, the default; ``cuda``, ``cuda:1``, ``mps``)."""
@@ -56,6 +60,22 @@ def full_precision() -> Iterator[None]:
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old_matmul, old_cudnn
         torch.set_float32_matmul_precision(old_precision)
+
+
+@contextlib.contextmanager
+def model_on(model: torch.nn.Module, device: str | torch.device | None = None) -> Iterator[torch.device]:
+    """Inside the block ``model`` is on the run's device (:func:`resolve` of ``device``) with float32 products in
+    full precision (:func:`full_precision`); the block gets the device. After it (an error too) the model is back
+    where it was: a trainer of the language model hands its caller the model where the caller made it (the
+    CPU, for every caller of the library). On the CPU nothing moves."""
+    dev = resolve(device)
+    home = next(model.parameters()).device
+    model.to(dev)
+    try:
+        with full_precision():
+            yield dev
+    finally:
+        model.to(home)
 
 
 def describe(device: torch.device) -> str:

@@ -66,7 +66,7 @@ class SelfAttention(nn.Module):
             return self.out_proj(F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)), None
         T = x.shape[1]
         scores = q @ k.transpose(1, 2) / math.sqrt(x.shape[-1])
-        scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
         attn = scores.softmax(dim=-1)
         return self.out_proj(F.dropout(attn, p, self.training) @ v), attn
 
@@ -242,5 +242,5 @@ def z_error(model: TransformerLM, windows: torch.Tensor) -> float:
     m.load_state_dict(model.state_dict())
     Z, T = z_matrix(m), windows.shape[1]
     scores = Z[windows[:, :, None], windows[:, None, :]]
-    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool, device=scores.device).triu(1), float("-inf"))
     return (scores.softmax(-1) - m.first_attention(windows)).abs().max().item()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from scansnap import device as device_mod
 from scansnap import lm, lm_train, wikitext
 from scansnap._checks import check_fraction, check_int, check_positive
 
@@ -81,7 +82,7 @@ def causal_entropy(maps: torch.Tensor) -> float:
     (Figure 10's normalized entropy)."""
     t = maps.shape[-1]
     rows = -torch.xlogy(maps, maps).sum(-1)[:, 1:]
-    return (rows / torch.log(torch.arange(2, t + 1, dtype=maps.dtype))).mean().item()
+    return (rows / torch.log(torch.arange(2, t + 1, dtype=maps.dtype, device=maps.device))).mean().item()
 
 
 @dataclass(frozen=True)
@@ -107,20 +108,30 @@ class Run:
 
 def train_to_convergence(model: lm.TransformerLM, data: lm_train.Corpus, *, lr: float, rule: Convergence,
                          bptt: int = 35, clip: float = 0.5, seed: int = 0,
-                         progress: Callable[[int], None] | None = None) -> Run:
+                         progress: Callable[[int], None] | None = None,
+                         device: str | torch.device | None = None) -> Run:
     """Train ``model`` in place with SGD at the one constant rate ``lr`` (no momentum, every parameter at
     ``lr``: the authors' Figure 10 script at ``lr_y_multi_on_z = 1``; clip ``clip``; the training chunks in order,
     epoch after epoch; ``seed`` seeds the dropout draws) until ``rule`` stops it, and measure it on the held-out
-    windows of ``data`` at every ``rule.every`` steps (Figure 10, C41)."""
+    windows of ``data`` at every ``rule.every`` steps (Figure 10, C41). ``device``: where to train, as in
+    :func:`scansnap.lm_train.train` (the model and data moved there, TF32 off, the model moved back after)."""
     check_positive("lr", lr)
-    chunks = list(wikitext.chunks(data.streams, bptt))
+    with device_mod.model_on(model, device) as dev:
+        return _train(model, data, dev, lr=lr, rule=rule, bptt=bptt, clip=clip, seed=seed, progress=progress)
+
+
+def _train(model: lm.TransformerLM, data: lm_train.Corpus, dev: torch.device, *, lr: float, rule: Convergence,
+           bptt: int, clip: float, seed: int, progress: Callable[[int], None] | None) -> Run:
+    """:func:`train_to_convergence`'s run, with ``model`` on ``dev`` already (the data moved there)."""
+    chunks = list(wikitext.chunks(data.streams.to(dev), bptt))
+    heldout = data.heldout.to(dev)
     torch.manual_seed(seed)
     losses: list[float] = []
     m: dict[str, list[float]] = {"held": [], "ent": [], "causal": []}
     step = 0
     while True:
         if step % rule.every == 0:
-            loss, maps = lm_train.evaluate(model, data.heldout)
+            loss, maps = lm_train.evaluate(model, heldout)
             m["held"].append(loss)
             m["ent"].append(authors_entropy(maps))
             m["causal"].append(causal_entropy(maps))

@@ -19,6 +19,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F  # noqa: N812
 
+from scansnap import device as device_mod
 from scansnap import lm, metrics, wikitext
 from scansnap._checks import check_choice, check_int, check_positive
 
@@ -189,7 +190,8 @@ def evaluate(model: lm.TransformerLM, heldout: torch.Tensor, chunk: int = 64) ->
 
 def train(model: lm.TransformerLM, data: Corpus, *, lr: float, steps: int, checkpoints: list[int], bptt: int = 35,
           clip: float = 0.5, seed: int = 0, probe: int = 0, progress: Callable[[int], None] | None = None,
-          ff_lr: float | None = None, window: int = 0, train_window: torch.Tensor | None = None) -> Trajectory:
+          ff_lr: float | None = None, window: int = 0, train_window: torch.Tensor | None = None,
+          device: str | torch.device | None = None) -> Trajectory:
     """Train ``model`` in place for ``steps`` SGD steps and measure it at ``checkpoints`` (the authors' protocol
     of Figures 7 and 10).
 
@@ -205,6 +207,11 @@ def train(model: lm.TransformerLM, data: Corpus, *, lr: float, steps: int, check
         progress: called once per step.
         window: steps ``W`` of :attr:`Trajectory.drift` (0: none, all nan); train_window: ``(T,)`` the training
             window of :attr:`Trajectory.train_maps` (default: the first ``bptt`` tokens of the first stream).
+        device: where to train (:func:`scansnap.device.resolve`: default ``$SCANSNAP_DEVICE``, else the CPU). The
+            model and the data move there for the run (TF32 off) and the model moves back after
+            (:func:`scansnap.device.model_on`); the measures come back to the CPU. The initialization is the
+            caller's, on the CPU, so it is the same on every device; the dropout draws come from the device's own
+            generator (seeded by ``seed``): on a GPU they are reproducible there but not the CPU's draws.
 
     The hot loop does only the SGD step; measurements happen at the checkpoints and, for the jitter, one step
     after each (the first layer's maps only, no decoder).
@@ -216,10 +223,20 @@ def train(model: lm.TransformerLM, data: Corpus, *, lr: float, steps: int, check
     if not checkpoints or any(b <= a for a, b in zip(checkpoints, checkpoints[1:], strict=False)) \
             or checkpoints[0] < 0 or checkpoints[-1] > steps:
         raise ValueError(f"checkpoints: must be strictly increasing steps in [0, {steps}]; got {checkpoints}")
-    chunks = list(wikitext.chunks(data.streams, bptt))
-    x_held = data.heldout[:, :-1]
-    x_train = (data.streams[0, :bptt] if train_window is None else train_window)[None]
     unk = data.vocab.words.index(data.vocab.unk) if data.vocab.unk else None
+    with device_mod.model_on(model, device) as dev:
+        return _train(model, data, dev, lr=lr, steps=steps, checkpoints=checkpoints, bptt=bptt, clip=clip, seed=seed,
+                      probe=probe, progress=progress, ff_lr=ff_lr, window=window, train_window=train_window, unk=unk)
+
+
+def _train(model: lm.TransformerLM, data: Corpus, dev: torch.device, *, lr: float, steps: int, checkpoints: list[int],
+           bptt: int, clip: float, seed: int, probe: int, progress: Callable[[int], None] | None, ff_lr: float | None,
+           window: int, train_window: torch.Tensor | None, unk: int | None) -> Trajectory:
+    """:func:`train`'s run, with ``model`` on ``dev`` already: the data moved there, the measures back on the CPU."""
+    streams, heldout = data.streams.to(dev), data.heldout.to(dev)
+    chunks = list(wikitext.chunks(streams, bptt))
+    x_held = heldout[:, :-1]
+    x_train = (streams[0, :bptt] if train_window is None else train_window.to(dev))[None]
     torch.manual_seed(seed)
     train_loss = np.zeros(steps)
     m: dict[str, list] = {k: [] for k in ("held", "ent", "rates", "probe", "train", "diag", "unk", "jit", "drift")}
@@ -231,11 +248,11 @@ def train(model: lm.TransformerLM, data: Corpus, *, lr: float, steps: int, check
             m["jit"].append(map_distance(model.first_attention(x_held), jitter_from))
             jitter_from = None
         if step in marks:
-            loss, maps = evaluate(model, data.heldout)
+            loss, maps = evaluate(model, heldout)
             m["held"].append(loss)
             m["ent"].append(row_entropy(maps).mean().item())
-            m["probe"].append(maps[probe].numpy())
-            m["train"].append(model.first_attention(x_train)[0].numpy())
+            m["probe"].append(maps[probe].cpu().numpy())
+            m["train"].append(model.first_attention(x_train)[0].cpu().numpy())
             diagonal, on_unk = attention_shares(maps, x_held, unk)
             m["diag"].append(diagonal)
             m["unk"].append(on_unk)

@@ -210,7 +210,7 @@ def freeze_rate(snapshots: torch.Tensor, steps: object, dims: int = 2) -> torch.
         ``(S - 1, ...)`` the rate between snapshot ``i`` and ``i + 1``, per unit step.
     """
     check_tensor("snapshots", snapshots, floating=True)
-    s = torch.as_tensor(steps, dtype=snapshots.dtype)
+    s = torch.as_tensor(steps, dtype=snapshots.dtype, device=snapshots.device)
     if not isinstance(dims, int) or isinstance(dims, bool) or not 1 <= dims <= snapshots.ndim - 1:
         raise ValueError(f"dims: must be an integer in [1, {snapshots.ndim - 1}]; got {dims!r}")
     if snapshots.shape[0] < 2 or s.shape != (snapshots.shape[0],) or not (s.diff() > 0).all():

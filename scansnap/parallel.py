@@ -35,6 +35,8 @@ process). Each run is on one thread, so the results do not depend on it."""
 DASK = "SCANSNAP_DASK"
 """Environment variable: the address of a Dask scheduler (``tcp://host:port``); when set, runs go to its workers."""
 
+RETIRED = "SCANSNAP_SEED_PROCESSES"
+"""The variable :data:`JOBS` replaces (Chapter 8's two hand-written process pools read it); set, it is refused."""
 _CONNECT_TIMEOUT = "20s"
 _ADDRESS = re.compile(r"^(tcp|tls)://[^\s/:]+:\d+$")
 _records: list[list[str]] = []
@@ -62,6 +64,8 @@ class Fanned(Generic[T]):
 def jobs(value: int | str | None = None) -> int:
     """How many runs at once: ``value`` if given (``--jobs``), else ``$SCANSNAP_JOBS``, else 1. Raises
     ``ValueError`` naming the setting unless it is a whole number >= 1."""
+    if os.environ.get(RETIRED):
+        raise ValueError(f"{RETIRED}: retired; set {JOBS} (or --jobs) instead: the runs at once, one process each")
     name = "--jobs" if value is not None else JOBS
     raw = value if value is not None else ((os.environ.get(JOBS) or "").strip() or "1")
     try:
@@ -106,8 +110,8 @@ def _placed(fn: Callable[[A], T], item: A) -> tuple[T, str]:
         return fn(item), _where()
 
 
-def fan_out(fn: Callable[[A], T], items: Sequence[A], *, n_jobs: int | None = None,
-            dask: str | None = None) -> Fanned[T]:
+def fan_out(fn: Callable[[A], T], items: Sequence[A], *, n_jobs: int | None = None, dask: str | None = None,
+            here: Callable[[A], T] | None = None) -> Fanned[T]:
     """``fn(item)`` for every item, in the items' order (see the module's text for where they run).
 
     Args:
@@ -117,6 +121,8 @@ def fan_out(fn: Callable[[A], T], items: Sequence[A], *, n_jobs: int | None = No
         n_jobs: runs at once on this machine (:func:`jobs`: default ``$SCANSNAP_JOBS``, else 1).
         dask: a scheduler address (:func:`dask_address`: default ``$SCANSNAP_DASK``); it takes precedence over
             ``n_jobs``: the cluster's workers decide how many run at once.
+        here: what to call instead of ``fn`` when the runs stay in this process (one at a time): the same run,
+            free to use what does not travel to another process (data already read, a progress bar).
     """
     items = list(items)
     address = dask_address(dask)
@@ -124,7 +130,7 @@ def fan_out(fn: Callable[[A], T], items: Sequence[A], *, n_jobs: int | None = No
     if address is not None:
         placed, backend = _on_dask(fn, items, address), f"dask {address}"
     elif n == 1:
-        placed, backend = [_placed(fn, x) for x in items], "sequential"
+        placed, backend = [_placed(here or fn, x) for x in items], "sequential"
     else:
         joblib = _joblib(f"{JOBS} = {n}")
         with joblib.parallel_config(backend="loky", n_jobs=n, inner_max_num_threads=1):

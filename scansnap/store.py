@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 import scansnap
-from scansnap import codehash, provenance, results
+from scansnap import codehash, parallel, provenance, results
 from scansnap import device as device_mod
 from scansnap._checks import check_choice, check_int
 from scansnap._io import atomic_write, dump_json, source_checkout
@@ -88,7 +88,9 @@ class Provenance:
     """How a stored result was made (``provenance.json``). ``digests``: array name -> SHA-256 of its dtype,
     shape and bytes; ``functions``: the library functions the run executes (``"module:qualname"``) and the
     hash of the docstring-free syntax of each (:func:`scansnap.codehash.function_hash`), which ``code_hash``
-    combines; ``record``: dated notes on the store made after it (e.g. a change of the hash scheme), oldest first.
+    combines; ``record``: dated notes on the store made after it (e.g. a change of the hash scheme), oldest first;
+    ``where``: where each of its independent runs ran (:attr:`scansnap.parallel.Fanned.where`, in order; empty for
+    a store made before it was recorded).
 
     ``device``: the kind of device the run computed on (:func:`scansnap.device.kind`: ``"cpu"``, ``"mps"``,
     ``"cuda (<GPU model>)"``); ``floats``: the process's float settings when it was stored
@@ -117,6 +119,7 @@ class Provenance:
     command: str
     digests: dict[str, str]
     record: list[str] = field(default_factory=list)
+    where: list[str] = field(default_factory=list)
     floats: dict[str, Any] = field(default_factory=dict)
     verifiable_on: list[str] = field(default_factory=list)
 
@@ -165,14 +168,11 @@ def code(exp: Experiment, config: Any) -> tuple[str, dict[str, str]]:
     executes the same functions as the whole run (``tests/test_store.py`` checks it for every stored
     experiment)."""
     run_config = exp.prefix(config, HORIZON) if exp.prefix is not None else config
-    with mock.patch.dict(os.environ, {PROCESSES: "1"}), torch.random.fork_rng():  # a pool's runs: not traced
+    alone = {parallel.JOBS: "1", parallel.DASK: ""}  # runs in another process are not traced
+    with mock.patch.dict(os.environ, alone), torch.random.fork_rng():
         _, functions = codehash.trace(exp.run, run_config, None, modules=[exp.run.__module__])
     table = codehash.hashes(functions)
     return codehash.code_hash(table), table
-
-
-PROCESSES = "SCANSNAP_SEED_PROCESSES"
-"""The environment variable by which Chapter 8's runs train their seeds in several processes."""
 
 
 def _digests(path: Path) -> dict[str, str]:
@@ -196,13 +196,15 @@ class DirtyCheckoutError(RuntimeError):
 
 
 def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: str = "paper",
-          figure: str | None = None, root: Path | None = None, allow_dirty: bool = False) -> Path:
+          figure: str | None = None, root: Path | None = None, allow_dirty: bool = False,
+          where: list[str] | None = None) -> Path:
     """Store ``result`` (made by ``exp.run(config)`` in ``wall_s`` seconds) with its provenance under
     ``stores/<exp.id>/<profile>/``; the folder is written whole or not at all. Returns the folder.
 
     Refuses (:class:`DirtyCheckoutError`) when tracked files of the checkout have uncommitted changes (the commit
     would read ``+dirty``: no one could check out the code that made the run); ``allow_dirty`` is for tests that store
-    into a temporary folder."""
+    into a temporary folder. ``where``: where each of the run's fanned-out runs ran
+    (:func:`scansnap.parallel.recording`), for the provenance."""
     check_choice("profile", profile, ("smoke", "book", "paper"))
     state = provenance.checkout()
     commit = str(state)
@@ -224,7 +226,8 @@ def store(exp: Experiment, config: Any, result: Any, wall_s: float, *, profile: 
                           commit, provenance.version(), torch.__version__, kind, _cpu(),
                           torch.get_num_threads(), float(wall_s), time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                           f"python -m scansnap reproduce {target} --profile {profile} --store",
-                          _digests(tmp / "result.npz"), floats=device_mod.floats(), verifiable_on=[kind])
+                          _digests(tmp / "result.npz"), floats=device_mod.floats(), verifiable_on=[kind],
+                          where=list(where or ()))
         atomic_write(tmp / "provenance.json", dump_json(asdict(prov)))
         old = folder.with_name(f".{profile}-old")
         shutil.rmtree(old, ignore_errors=True)

@@ -12,7 +12,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from conftest import names, needs_wikitext, wikitext_found  # noqa: E402
 
-from scansnap import experiments, lm_train, wikitext  # noqa: E402
+from scansnap import experiments, lm_train, parallel, wikitext  # noqa: E402
 from scansnap.experiments import ch08_nope as ch8n  # noqa: E402
 from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import ch08_wikitext as ch8  # noqa: E402
@@ -79,7 +79,7 @@ def test_freeze_is_deterministic_and_saved(freeze, tmp_path: Path) -> None:
 
 
 def test_seeds_in_separate_processes_give_the_same_runs(freeze, monkeypatch) -> None:
-    monkeypatch.setenv(ch8.PROCESSES, "2")
+    monkeypatch.setenv(parallel.JOBS, "2")
     again = ch8.run_freeze(freeze.config)
     for a, b in zip(freeze.result.runs, again.runs, strict=True):
         np.testing.assert_array_equal(a.probe_maps, b.probe_maps)

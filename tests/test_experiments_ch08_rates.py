@@ -13,7 +13,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from conftest import names, needs_wikitext, wikitext_found, wikitext_skip_reason  # noqa: E402
 
-from scansnap import claims, experiments, lm_converge, wikitext  # noqa: E402
+from scansnap import claims, experiments, lm_converge, parallel, wikitext  # noqa: E402
 from scansnap.experiments import ch08_rates as ch8r  # noqa: E402
 from scansnap.experiments import wikitext_rates as wr  # noqa: E402
 from scansnap.experiments import wikitext_steady as wst  # noqa: E402
@@ -55,7 +55,7 @@ def test_smoke_grid_shapes_same_start_and_table(made) -> None:
 @needs_data
 def test_seeds_in_separate_processes_give_the_same_runs(made, monkeypatch) -> None:
     monkeypatch.setenv(wikitext.ENV, str(DATA))
-    monkeypatch.setenv("SCANSNAP_SEED_PROCESSES", "2")
+    monkeypatch.setenv(parallel.JOBS, "2")
     again = wr.run_rates(made.config)
     np.testing.assert_array_equal(again.train_loss, made.result.train_loss)
     np.testing.assert_array_equal(again.entropy, made.result.entropy)

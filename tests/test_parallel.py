@@ -113,3 +113,18 @@ def test_the_build_environment_installs_the_cluster_extra() -> None:
     assert re.search(r'^\[project\.optional-dependencies\]\ncluster = \["dask\[distributed\]"\]$', pyproject, re.M)
     lines = (root / "requirements.txt").read_text().splitlines()
     assert "-e .[cluster]" in lines and {"joblib", "dask", "distributed"} <= {ln.split("==")[0] for ln in lines}
+
+
+def test_the_cli_sets_jobs_and_refuses_a_bad_value(monkeypatch, capsys) -> None:
+    from scansnap.cli import main
+
+    monkeypatch.delenv(parallel.JOBS, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["reproduce", "fig-paper-6", "--profile", "smoke", "--jobs", "0"])
+    assert exit_info.value.code == 2 and "--jobs: must be a whole number >= 1" in capsys.readouterr().err
+
+
+def test_the_retired_seed_processes_variable_is_refused_naming_its_successor(monkeypatch) -> None:
+    monkeypatch.setenv(parallel.RETIRED, "2")
+    with pytest.raises(ValueError, match=names(parallel.RETIRED) + f": retired; set {parallel.JOBS}"):
+        parallel.jobs()

@@ -292,6 +292,16 @@ def test_a_stored_experiments_prefix_executes_every_function_its_whole_run_does(
     assert set(whole) <= set(prefix), sorted(set(whole) - set(prefix))
 
 
+def test_a_store_records_its_device_and_where_its_runs_ran(walk, tmp_path: Path, monkeypatch) -> None:
+    exp, _ = walk
+    monkeypatch.setenv("SCANSNAP_DEVICE", "cpu")
+    config = exp.config.preset("paper")
+    where = ["tcp://10.0.0.5:40123", "tcp://10.0.0.6:40321"]
+    store.store(exp, config, exp.run(config), 1.0, root=tmp_path, allow_dirty=True, where=where)
+    prov = store.load(exp, root=tmp_path).provenance
+    assert prov.where == where and prov.device == "cpu"
+
+
 def test_a_store_records_its_float_settings_and_the_devices_it_verifies_on(walk, tmp_path: Path) -> None:
     """Issue 28 part 3: the float settings of the process that stored the run (here a matmul precision other than
     the default) are written to provenance.json and read back; a CPU-made store is verifiable on the CPU."""

@@ -23,20 +23,15 @@ preset) is the reference of the protocol labels (``GATED``): a run below it carr
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
 import torch
 
-from scansnap import lm, lm_train, wikitext
-
-# run_freeze's stored code hash covers this import statement as written (it reads check_int): keep it until the
-# stores are re-made
-from scansnap._checks import check_choice, check_fraction, check_int, check_positive  # noqa: F401
+from scansnap import device, lm, lm_train, parallel, wikitext
+from scansnap._checks import check_int
 from scansnap._threads import one_thread
 from scansnap.experiments import wikitext_figures as figs
 from scansnap.experiments import wikitext_snap as ws
@@ -192,13 +187,14 @@ class FreezeConfig(WikiConfig):
                              f"[0, {self.steps}]); got {self.shown}")
         check_int("probe", self.probe, low=0, high=self.eval_sequences - 1)
 
-    def train(self, data: lm_train.Corpus, seed: int, positional: bool = True,
-              progress: Progress | None = None) -> tuple[lm.TransformerLM, lm_train.Trajectory]:
-        """Train one model of this configuration from ``seed`` (one thread is the caller's)."""
+    def train(self, data: lm_train.Corpus, seed: int, positional: bool = True, progress: Progress | None = None,
+              where: str | None = None) -> tuple[lm.TransformerLM, lm_train.Trajectory]:
+        """Train one model of this configuration from ``seed`` (one thread is the caller's) on the device ``where``
+        (:func:`scansnap.device.resolve`); the model comes back on the CPU."""
         model = self.model(len(data.vocab), self.layers, seed, positional)
         tr = lm_train.train(model, data, lr=self.lr, steps=self.steps, checkpoints=self.marks(), bptt=self.bptt,
                             clip=self.clip, seed=seed, probe=self.probe, progress=progress, ff_lr=self.ff_lr,
-                            window=self.window)
+                            window=self.window, device=where)
         return model, tr
 
     def marks(self) -> list[int]:
@@ -250,32 +246,24 @@ def unk_uniform(x: torch.Tensor, unk: int | None) -> float:
     return seen[:, 1:].mean().item()
 
 
-PROCESSES = "SCANSNAP_SEED_PROCESSES"
-"""Environment variable: how many processes train :func:`run_freeze`'s seeds at once (default 1; each process on one
-thread, so the results do not depend on it). On the two cores of the build machine two processes train faster than
-one process on two threads (``benchmarks/bench_lm.py``)."""
-
-
-def _one_seed(job: tuple[FreezeConfig, int]) -> lm_train.Trajectory:
-    config, seed = job
-    with one_thread():
-        return config.train(config.corpus()[0], seed)[1]
+def _one_seed(config: FreezeConfig, where: str, seed: int, data: lm_train.Corpus | None = None,
+              progress: Progress | None = None) -> lm_train.Trajectory:
+    """One seed's run of :func:`run_freeze` on the device ``where`` (reads the corpus unless given it)."""
+    return config.train(data if data is not None else config.corpus()[0], seed, progress=progress, where=where)[1]
 
 
 def run_freeze(config: FreezeConfig, progress: Progress | None = None) -> FreezeResult:
-    """Train one model per seed and measure it (one intra-op thread per process; ``$SCANSNAP_SEED_PROCESSES``
-    processes at once, :data:`PROCESSES`)."""
-    c = config
-    workers = min(len(c.seeds), check_int(PROCESSES, int(os.environ.get(PROCESSES) or 1), low=1))
+    """Train one model per seed and measure it, the seeds fanned out by :func:`scansnap.parallel.fan_out` (one
+    intra-op thread per run; ``--jobs`` / ``$SCANSNAP_JOBS`` runs at once, or a Dask cluster) on the device of
+    ``$SCANSNAP_DEVICE``."""
+    c, where = config, str(device.resolve())
     with one_thread():
         data, note = c.corpus()
-        if workers == 1:
-            runs = tuple(c.train(data, seed, progress=progress)[1] for seed in c.seeds)
-        else:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                runs = tuple(pool.map(_one_seed, [(c, seed) for seed in c.seeds]))
-            if progress is not None:
-                progress(len(c.seeds) * c.steps)
+        fanned = parallel.fan_out(partial(_one_seed, c, where), c.seeds,
+                                  here=partial(_one_seed, c, where, data=data, progress=progress))
+        runs = tuple(fanned.results)
+        if progress is not None and fanned.backend != "sequential":
+            progress(len(c.seeds) * c.steps)
     words = data.vocab.words
     unk = words.index(data.vocab.unk) if data.vocab.unk else None
     return FreezeResult(c, note, len(words), len(data.train_ids), runs,

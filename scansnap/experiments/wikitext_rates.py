@@ -10,22 +10,17 @@ edited (its code hash covers the functions the run executes, :func:`scansnap.sto
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
 
-from scansnap import lm_converge
-
-# run_rates's stored code hash covers this import statement as written (it reads check_int): keep it until the
-# store is re-made
-from scansnap._checks import check_int, check_positive  # noqa: F401
+from scansnap import device, lm_converge, lm_train, parallel
+from scansnap._checks import check_int
 from scansnap._threads import one_thread
 from scansnap.experiments.base import Progress
-from scansnap.experiments.ch08_wikitext import BOOK, GATED_DATA, PROCESSES, SMOKE, WikiConfig
+from scansnap.experiments.ch08_wikitext import BOOK, GATED_DATA, SMOKE, WikiConfig
 from scansnap.params import Each, Int, Positive, Seeds, param, seed_list
 
 __all__ = ["DeepRatesConfig", "RatesConfig", "RatesResult", "rates_checkpoints", "rates_prefix", "rates_work",
@@ -118,32 +113,27 @@ class RatesResult:
         return (self.status == lm_converge.CONVERGED).all(axis=1)
 
 
-def _one_run(job: tuple[RatesConfig, float, int]) -> lm_converge.Run:
-    c, lr, seed = job
-    with one_thread():
-        data = c.corpus()[0]
-        model = c.model(len(data.vocab), c.layers, seed)
-        return lm_converge.train_to_convergence(model, data, lr=lr, rule=c.rule(), bptt=c.bptt, clip=c.clip,
-                                                seed=seed)
+def _one_run(c: RatesConfig, where: str, job: tuple[float, int], data: lm_train.Corpus | None = None,
+             progress: Progress | None = None) -> lm_converge.Run:
+    """The run of :func:`run_rates` at ``job = (learning rate, seed)`` on the device ``where`` (reads the corpus
+    unless given it)."""
+    lr, seed = job
+    data = data if data is not None else c.corpus()[0]
+    model = c.model(len(data.vocab), c.layers, seed)
+    return lm_converge.train_to_convergence(model, data, lr=lr, rule=c.rule(), bptt=c.bptt, clip=c.clip, seed=seed,
+                                            progress=progress, device=where)
 
 
 def run_rates(config: RatesConfig, progress: Progress | None = None) -> RatesResult:
-    """Figure 10's grid: train every (learning rate, seed) run to convergence (one intra-op thread per process;
-    ``$SCANSNAP_SEED_PROCESSES`` runs at once, slowest rates first)."""
-    c = config
-    jobs = [(c, lr, seed) for lr in c.lrs for seed in c.seeds]
-    workers = min(len(jobs), check_int(PROCESSES, int(os.environ.get(PROCESSES) or 1), low=1))
+    """Figure 10's grid: train every (learning rate, seed) run to convergence, the runs fanned out by
+    :func:`scansnap.parallel.fan_out` (one intra-op thread per run; ``--jobs`` / ``$SCANSNAP_JOBS`` at once, or a
+    Dask cluster; slowest rates first) on the device of ``$SCANSNAP_DEVICE``."""
+    c, where = config, str(device.resolve())
+    jobs = [(lr, seed) for lr in c.lrs for seed in c.seeds]
     with one_thread():
         data, note = c.corpus()
-        if workers == 1:
-            runs = []
-            for _, lr, seed in jobs:
-                model = c.model(len(data.vocab), c.layers, seed)
-                runs.append(lm_converge.train_to_convergence(model, data, lr=lr, rule=c.rule(), bptt=c.bptt,
-                                                             clip=c.clip, seed=seed, progress=progress))
-        else:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                runs = list(pool.map(_one_run, jobs))
+        runs = parallel.fan_out(partial(_one_run, c, where), jobs,
+                                here=partial(_one_run, c, where, data=data, progress=progress)).results
     shape, e = (len(c.lrs), len(c.seeds)), c.steps // c.every + 1
     out = {k: np.full((*shape, e), np.nan) for k in ("heldout_loss", "entropy", "causal")}
     train = np.full((*shape, c.steps), np.nan)
