@@ -369,13 +369,14 @@ def test_verify_refuses_a_device_the_store_cannot_be_verified_on(walk, tmp_path:
 
 
 def test_the_repository_stores_load_unchanged_and_verify_on_the_cpu(capsys) -> None:
-    """The three stores predate the float settings: they load as made on the CPU, without float settings, and
-    ``store list`` prints OK for each."""
+    """The three stores were made on the CPU with the device-aware code: each records its float settings (float32
+    matmuls at full precision, TF32 off), can be verified on a CPU, and ``store list`` prints OK for each."""
     items = store.stored_ids()
     assert len(items) == 3
     for exp_id, profile in items:
         prov = store.read_provenance(experiments.resolve(exp_id), profile)
-        assert prov.device == "cpu" and prov.verifiable_on == ["cpu"] and prov.floats == {}
+        assert prov.device == "cpu" and prov.verifiable_on == ["cpu"]
+        assert prov.floats["float32_matmul_precision"] == "highest" and prov.floats["cuda_matmul_allow_tf32"] is False
     capsys.readouterr()
     assert main(["store", "list"]) == 0
     assert capsys.readouterr().out.splitlines() == [f"OK: {e}/{p}" for e, p in items]
