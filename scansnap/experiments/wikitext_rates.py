@@ -108,10 +108,6 @@ class RatesResult:
         v = getattr(self, curve)
         return v[np.arange(v.shape[0])[:, None], np.arange(v.shape[1]), self.stop // self.config.every]
 
-    def in_range(self) -> np.ndarray:
-        """``(R,)`` the learning rates at which every seed converged (the ones C41 is judged on)."""
-        return (self.status == lm_converge.CONVERGED).all(axis=1)
-
 
 def _one_run(c: RatesConfig, where: str, job: tuple[float, int], data: lm_train.Corpus | None = None,
              progress: Progress | None = None) -> lm_converge.Run:
