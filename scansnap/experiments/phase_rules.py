@@ -246,10 +246,10 @@ def _share(values: np.ndarray, lines: list[list[int]], direction: str) -> tuple[
     return theory.order_share(values, lines, direction)
 
 
-def _ordering(B_end: np.ndarray, lines: dict[str, list[list[int]]], share: _Share | None = None) -> dict[str, Ordering]:
+def _ordering(B_end: np.ndarray, lines: dict[str, list[list[int]]], share: _Share = _share) -> dict[str, Ordering]:
     """C28-C30's measures: ``share`` (default :func:`_share`; the controls: :func:`_permuted`) of ``B_end`` ``(C,)``
     along the grid's lines of each kind, in the claimed direction."""
-    return {c: Ordering(*(share or _share)(B_end, lines[k], d))
+    return {c: Ordering(*share(B_end, lines[k], d))
             for c, k, d in (("C28", "scale", "up"), ("C29", "eta_Y", "down"), ("C30", "eta_Z", "up"))}
 
 
