@@ -151,8 +151,11 @@ class AsMade:
         return self.config.GATED
 
     def protocol(self) -> str:
-        """The configuration's protocol."""
-        return self.config.protocol()
+        """The protocol of the run as it was made: the configuration's, with each field a cut names (e.g. the
+        training text a stored run had) at the run's value."""
+        names = {f.name for f in dataclasses.fields(self.config)}
+        made = {cut.field: cut.value for cut in self.extra if cut.field in names}
+        return (dataclasses.replace(self.config, **made) if made else self.config).protocol()
 
     def cuts(self) -> tuple[Cut, ...]:
         """The configuration's cuts, then :attr:`extra`."""

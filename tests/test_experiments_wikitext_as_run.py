@@ -21,12 +21,32 @@ def test_the_gate_counts_the_training_text_the_run_used_not_the_configuration() 
     c = wr.RatesConfig.preset("paper")
     assert c.shortfall() == ()  # the configuration alone reads no file: it asks for train.txt, and is the paper's
     without = TrainText(False).judged(c)
-    assert isinstance(without, AsMade) and without.shortfall() == (MISSING,) and without.protocol() == c.protocol()
+    assert isinstance(without, AsMade) and without.shortfall() == (MISSING,)
+    # the protocol of the run as made names the text it had; the configuration's names both
+    assert without.protocol() == c.replace(train_split=lm_train.ARTICLES).protocol() != c.protocol()
+    assert "trained on valid + test less every 10th article, held out those held-out articles" in without.protocol()
+    assert "trained on train.txt (where the data folder lacks it: valid + test less every 10th" in c.protocol()
     assert without.cuts() == (Cut("train_split", lm_train.ARTICLES, "train", MISSING),)
     assert TrainText(True).judged(c).shortfall() == ()
     assert TrainText(True).judged(c.replace(steps=1000)).shortfall() == ("steps 1000 (paper profile: 2000)",)
     book = wr.RatesConfig.preset("book")  # a run that does not ask for train.txt is not cut by its absence again
     assert TrainText(False).cuts(book) == () and TrainText(False).judged(book).GATED == book.GATED
+
+
+def test_a_configuration_reads_no_file(monkeypatch) -> None:
+    """Its protocol and its cuts come from its fields alone (issue 27 part 4); the held-out-articles text can be asked
+    for by name, and then no file is looked for either."""
+    def no_file(*_args, **_kwargs):
+        raise AssertionError("a configuration read the data folder")
+
+    monkeypatch.setattr(wikitext, "has_split", no_file)
+    for cls in (ch8.FreezeConfig, ch8.DeepConfig, wr.RatesConfig):
+        for profile in ("smoke", "book", "paper"):
+            c = cls.preset(profile)
+            assert c.protocol() and c.shortfall() == cls.preset(profile).shortfall()
+    articles = ch8.FreezeConfig.preset("paper").replace(train_split=lm_train.ARTICLES)
+    assert articles.splits() == (lm_train.ARTICLES, "valid", "")
+    assert articles.shortfall() == ("train_split valid+test (paper profile: train)",)
 
 
 def test_a_run_made_here_reads_this_machines_data_folder(monkeypatch) -> None:

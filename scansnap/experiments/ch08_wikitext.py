@@ -54,7 +54,8 @@ class WikiConfig(Config):
         data: the WikiText-2 folder (``""``: that of :func:`scansnap.wikitext.data_dir`, ``$SCANSNAP_WIKITEXT``
             or else the per-user cache).
         train_split, eval_split: training and held-out splits (``paper``: train/valid; when ``train.txt`` is
-            missing, valid + test less every ``heldout_every``-th article, evaluated on those articles).
+            missing, valid + test less every ``heldout_every``-th article, evaluated on those articles; that text
+            asked for by name: ``train_split="valid+test"``, :data:`scansnap.lm_train.ARTICLES`).
         heldout_every: the held-out articles of that fallback (every 10th: about 8% of the tokens).
         vocab_cap: keep only the most frequent training words (``None``: the full vocabulary, the paper's);
             max_train_tokens: keep only the first that many training tokens (``None``: all, the paper's).
@@ -65,7 +66,7 @@ class WikiConfig(Config):
     """
 
     data: str = ""
-    train_split: str = param("train", Choice(*wikitext.SPLITS))
+    train_split: str = param("train", Choice(*wikitext.SPLITS, lm_train.ARTICLES))
     eval_split: str = param("valid", Choice(*wikitext.SPLITS))
     vocab_cap: int | None = param(None, Maybe(Int(low=3)))
     max_train_tokens: int | None = param(None, Maybe(Int(low=1)))
@@ -80,8 +81,10 @@ class WikiConfig(Config):
     heldout_every: int = param(10, Int(low=2))
 
     def splits(self) -> tuple[str, str, str]:
-        """The (train, eval) texts actually used, and a note when ``train.txt`` is missing (the ``paper`` profile
-        then trains on valid + test less the held-out articles, :data:`scansnap.lm_train.ARTICLES`)."""
+        """The (train, eval) texts a run made now uses, and a note when ``train.txt`` is missing (the ``paper``
+        profile then trains on valid + test less the held-out articles, :data:`scansnap.lm_train.ARTICLES`). It reads
+        the data folder: only a run calls it (:meth:`corpus`); the protocol and the cuts read the fields alone. It
+        stays a method here because the stored runs executed it (their code hash covers it, :mod:`scansnap.store`)."""
         if self.train_split == "train" and not wikitext.has_split("train", self.data or None):
             return lm_train.ARTICLES, lm_train.HELDOUT, (
                 "train.txt is not in the data folder: could NOT train on it as the paper "
@@ -91,14 +94,18 @@ class WikiConfig(Config):
 
     @property
     def data_protocol(self) -> str:
-        """The data and model of a run, in words (the common part of Chapter 8's protocols)."""
-        train, held, _ = self.splits()
+        """The data and model of a run, in words (the common part of Chapter 8's protocols), from the fields alone:
+        which text a run asking for ``train.txt`` had is a fact of the run, not of its configuration (a run's
+        :class:`scansnap.results.AsMade` describes it with ``train_split`` at what it used)."""
         vocab = "the full vocabulary" if self.vocab_cap is None else f"the {self.vocab_cap:,} most frequent words"
         first = "" if self.max_train_tokens is None else f" (its first {self.max_train_tokens:,} tokens)"
-        if train == lm_train.ARTICLES:
-            train, held = f"valid + test less every {self.heldout_every}th article", f"those {held}"
+        articles = f"valid + test less every {self.heldout_every}th article"
+        if self.train_split == lm_train.ARTICLES:
+            train, held = articles, f"those {lm_train.HELDOUT}"
+        elif self.train_split == "train":
+            train, held = f"train.txt (where the data folder lacks it: {articles})", "valid.txt (else those articles)"
         else:
-            train, held = f"{train}.txt", f"{held}.txt"
+            train, held = f"{self.train_split}.txt", f"{self.eval_split}.txt"
         return (f"WikiText-2, trained on {train}{first}, held out {held}, {vocab}; PyTorch-tutorial "
                 f"transformer LM (d = {self.d}, d_hid = {self.d_hid}, 1 head, dropout {self.dropout:g}, sinusoidal "
                 f"positional encoding); SGD without momentum at a constant rate, clip {self.clip:g}, batch "
