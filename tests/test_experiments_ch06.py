@@ -15,7 +15,7 @@ from scansnap.experiments import ch06_figures as ch6f  # noqa: E402
 from scansnap.experiments import ch06_phase_transition as ch6  # noqa: E402
 from scansnap.experiments import ch06_scanning_reach as reach  # noqa: E402
 from scansnap.experiments import ch06_trained as ch6t  # noqa: E402
-from scansnap.experiments import phase_magnitude, phase_rules  # noqa: E402
+from scansnap.experiments import phase_magnitude, phase_regimes, phase_rules  # noqa: E402
 from scansnap.experiments import scan_snap_rules as p1  # noqa: E402
 
 
@@ -148,7 +148,7 @@ def test_phase_measures_on_eqn14_and_the_alternatives() -> None:
     t = np.geomspace(0.1, 1e5, 400)
     eY, eZ, B = _eqn14_grid(2, t)
     m = theory.measure_growth(t, 2 * B, B, eY, eZ, 46, 4, a_over_b=4.0)
-    pm = phase_rules.phase_measures(m, 2, 2, 0.25)
+    pm = phase_regimes.phase_measures(m, 2, 2, 0.25)
     assert set(vars(pm)) == set(phase_rules.CLAIMS)
     assert pm.C28.share == 1.0 and pm.C30.share == 1.0 and pm.C29.share == 1.0
     assert pm.C25.bound_excess < 0 < pm.C25.peak_share < 1  # Theorem 4: the exponent stays below b/a
@@ -160,7 +160,7 @@ def test_phase_measures_on_eqn14_and_the_alternatives() -> None:
     power = np.outer(np.log(t[late]), q)
     pw = theory.measure_growth(t[late], power, power / 2, eY, eZ, 46, 4)
     ref = theory.measure_growth(t[late], 2 * B[late], B[late], eY, eZ, 46, 4, a_over_b=4.0)
-    pp = phase_rules.phase_measures(pw, 2, 2, 0.25, reference=ref)
+    pp = phase_regimes.phase_measures(pw, 2, 2, 0.25, reference=ref)
     assert pp.C26.late_drop == pytest.approx(1.0, abs=0.02) and pp.C26.drop_share < 0.05
     for ev in ("derivation", "simulation"):
         assert phase_rules.phase_rule("C26", ev).level(pp.C26) == "not reproduced"
@@ -188,8 +188,8 @@ def test_phase_controls_fail_their_rules() -> None:
     t = np.concatenate([[0.0], np.geomspace(1.0, 1e4, 300)])
     eY, eZ, B = _eqn14_grid(3, t)
     m = theory.measure_growth(t, 2 * B, B, eY, eZ, 46, 4, a_over_b=4.0)
-    nulls = phase_rules.phase_controls(m, m, t, B, eY, eZ, 3, 3, 0.25, 4 * np.log(46) / eY, M=46, K=4)
-    pm = phase_rules.phase_measures(m, 3, 3, 0.25, reference=m)
+    nulls = phase_regimes.phase_controls(m, m, t, B, eY, eZ, 3, 3, 0.25, 4 * np.log(46) / eY, M=46, K=4)
+    pm = phase_regimes.phase_measures(m, 3, 3, 0.25, reference=m)
     for claim in phase_rules.CLAIMS:
         rule = phase_rules.phase_rule(claim, "training-population")
         assert rule.level(nulls.of(claim)) == "not reproduced", claim
@@ -207,7 +207,7 @@ def test_permutations_are_seeded_random_assignments() -> None:
     assert p.shape == (30, 5) and (np.sort(p, axis=1) == np.arange(5)).all()
     assert np.array_equal(p, phase_rules.permutations(5, draws=30)) and len({tuple(x) for x in p}) > 10
     t = np.array([0.0, 1.0, 10.0, 100.0])
-    flat = phase_rules.no_scan_curve(t, np.array([[0.0], [0.1], [0.5], [1.0]]))
+    flat = phase_regimes.no_scan_curve(t, np.array([[0.0], [0.1], [0.5], [1.0]]))
     np.testing.assert_allclose(flat[:, 0], np.log1p(t) / np.log1p(100.0))
 
 

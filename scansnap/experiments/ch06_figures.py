@@ -28,7 +28,8 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter
 from scansnap import figures, theory
 from scansnap.experiments.base import Experiment, FigureSpec, Progress
 from scansnap.experiments.ch06_phase_transition import FamilyConfig
-from scansnap.experiments.phase_rules import judge, phase_measures, phase_rule
+from scansnap.experiments.phase_regimes import phase_measures
+from scansnap.experiments.phase_rules import judge, phase_rule
 from scansnap.params import Each, Int, Positive, Real, listed, param
 from scansnap.verdicts import Verdict
 

@@ -13,7 +13,7 @@ Verdicts: **simulation** (the exact system) for C24-C31, **training-population**
 **training-sampled** for C24, C26 and C34 (:mod:`~scansnap.experiments.phase_rules`): claims of the theory, whose
 training verdicts say whether Theorem 4 describes the trained model and name the premise a miss points to (Theorem
 1's coupling of the decoder, C9: Eqn 13's dynamics), judged under C32. The controls are computed from the same run
-(:func:`~scansnap.experiments.phase_rules.phase_controls`; for C24 the one-constant reading ``a = b``; for C32 Eqn 13
+(:func:`~scansnap.experiments.phase_regimes.phase_controls`; for C24 the one-constant reading ``a = b``; for C32 Eqn 13
 at permuted rates, :func:`~scansnap.experiments.phase_magnitude.eqn13_permuted`). The paper's central claim P1 (scan
 and snap seen in training) is judged on both runs (:mod:`~scansnap.experiments.scan_snap_rules`).
 """
@@ -38,7 +38,8 @@ from scansnap.experiments.phase_magnitude import (
     eqn14_magnitude,
     ratio_after_t0,
 )
-from scansnap.experiments.phase_rules import judge, phase_controls, phase_measures, phase_rule
+from scansnap.experiments.phase_regimes import phase_controls, phase_measures
+from scansnap.experiments.phase_rules import judge, phase_rule
 from scansnap.experiments.phase_training import Curves, TrainedConfig, TrainedResult, run_trained
 from scansnap.experiments.scan_snap_rules import RULES_P1
 from scansnap.verdicts import Verdict
