@@ -37,23 +37,27 @@ def show(made, *fig_ids: str) -> None:
               f"  protocol ({made.records[fig_id].profile} profile): {made.records[fig_id].protocol}")
 
 
-def stored(target, profile: str = "paper"):
+def stored(target, profile: str = "paper", made=None):
     """Show a stored run (:mod:`scansnap.store`): load the store of ``target`` (an experiment, its id or one
     of its figures' ids) after checking it, make its figures from the stored result (published like a live run's,
     with the store's provenance in their protocol), print when, where and in how long it was made and the command
     that re-makes it, and return it as :class:`scansnap.experiments.Made` (for :func:`show` and the verdicts).
-    A stale or altered store raises (:class:`scansnap.store.StaleStoreError`,
+    ``made``: ``(config, functions) ->`` the configuration as the stored run was made, from the functions its run
+    executed (:attr:`scansnap.store.Provenance.functions`), whose protocol the figures carry (e.g.
+    :func:`scansnap.experiments.wikitext_as_run.as_stored`: the training text a Chapter 8 run had); default: the
+    stored configuration. A stale or altered store raises (:class:`scansnap.store.StaleStoreError`,
     :class:`~scansnap.store.TamperedStoreError`): the strict build fails rather than show it."""
     from scansnap import experiments, store
 
     exp = experiments.resolve(target)
     found = store.load(exp, profile)
     config, prov = store.config_of(exp, found), found.provenance
-    made = experiments.publish(exp, config, found.result, prov.wall_s, profile=profile,
-                               protocol=f"{config.protocol()}; stored run made {prov.date} on {prov.device} "
-                                        f"({prov.cpu}) in {prov.wall_s / 60:.1f} min")
+    as_made = config if made is None else made(config, prov.functions)
+    shown = experiments.publish(exp, config, found.result, prov.wall_s, profile=profile,
+                                protocol=f"{as_made.protocol()}; stored run made {prov.date} on {prov.device} "
+                                         f"({prov.cpu}) in {prov.wall_s / 60:.1f} min")
     print(prov.describe())
-    return made
+    return shown
 
 
 def glue_value(key: str, value: object) -> None:

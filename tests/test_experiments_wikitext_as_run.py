@@ -13,7 +13,7 @@ from scansnap import lm_train, store, wikitext
 from scansnap.experiments import ch08_rates as ch8r
 from scansnap.experiments import ch08_wikitext as ch8
 from scansnap.experiments import wikitext_rates as wr
-from scansnap.experiments.wikitext_as_run import MISSING, TrainText, snap_verdicts
+from scansnap.experiments.wikitext_as_run import MISSING, TrainText, as_stored, snap_verdicts
 from scansnap.results import AsMade, Cut
 
 
@@ -95,3 +95,14 @@ def test_the_stored_labels_equal_the_labels_of_this_machine_without_train_txt(st
         assert (v.level, v.reduced) == (here.level, (
             "trained on valid + test less the held-out articles: train.txt was missing when the run was made (paper "
             "profile: train.txt)",))
+
+
+def test_a_stored_runs_figures_name_the_text_it_had_on_a_machine_with_train_txt(monkeypatch) -> None:
+    """The protocol :func:`scansnap.book.stored` gives a stored run's figures (``made=as_stored``) names the text its
+    run loaded, whatever this machine's data folder holds."""
+    monkeypatch.setattr(wikitext, "has_split", lambda split, data=None: True)
+    for exp in (ch8.FREEZE, ch8.FREEZE_DEEP, ch8r.RATES):
+        found = store.read(exp, "paper")
+        config = store.config_of(exp, found)
+        assert "trained on valid + test less every 10th article, held out those held-out articles" in as_stored(
+            config, found.provenance.functions).protocol()

@@ -76,9 +76,10 @@ def _chi_exponents(m: theory.GrowthMeasures) -> tuple[np.ndarray, np.ndarray]:
 
 def phase_measures(m: theory.GrowthMeasures, nY: int, nZ: int, b_over_a: float, *,
                    reference: theory.GrowthMeasures | None = None, freeze_drop: float = math.nan) -> PhaseMeasures:
-    """The measures of every claim of :data:`CLAIMS` from ``m`` (growth curves of ``chi-bar = exp(2 B_n)`` on an
-    ``nY x nZ`` grid, row-major, :func:`scansnap.theory.grid_lines`); ``reference``: Eqn 14's measures on the same
-    rates and times (``None``: ``m`` is Eqn 14 itself). Lines that a grid lacks give ``nan``."""
+    """The measures of every claim of :data:`~scansnap.experiments.phase_rules.CLAIMS` from ``m`` (growth curves of
+    ``chi-bar = exp(2 B_n)`` on an ``nY x nZ`` grid, row-major, :func:`scansnap.theory.grid_lines`); ``reference``:
+    Eqn 14's measures on the same rates and times (``None``: ``m`` is Eqn 14 itself). Lines that a grid lacks give
+    ``nan``."""
     lines = _lines(nY, nZ)
     peak, late = _chi_exponents(m)
     ref_peak, ref_late = (np.full_like(peak, b_over_a), None) if reference is None else _chi_exponents(reference)
@@ -105,7 +106,8 @@ def no_scan_curve(t: np.ndarray, B: np.ndarray) -> np.ndarray:
 
 
 def _permuted(values: np.ndarray, lines: list[list[int]], direction: str) -> tuple[float, float]:
-    """The median over :func:`permutations` of :func:`_share` of ``values`` ``(C,)`` assigned to the grid at random."""
+    """The median over :func:`~scansnap.experiments.phase_rules.permutations` of :func:`_share` of ``values``
+    ``(C,)`` assigned to the grid at random."""
     shares = np.array([_share(values[p], lines, direction) for p in permutations(len(values))])
     return float(np.median(shares[:, 0])), float(np.median(shares[:, 1]))
 
@@ -119,8 +121,8 @@ def phase_controls(m: theory.GrowthMeasures, reference: theory.GrowthMeasures, t
 
     C25: a curve with no scanning phase (:func:`no_scan_curve`) measured like the run; C26: a power law
     chi-bar = t^q through each run's peak exponent q, measured like the run; C27: the same fit against ``eta_Z``;
-    C28-C30, C34: the run's orderings with the learning rates permuted across runs (:func:`permutations`); C31:
-    ``B_n`` read at one common step."""
+    C28-C30, C34: the run's orderings with the learning rates permuted across runs
+    (:func:`~scansnap.experiments.phase_rules.permutations`); C31: ``B_n`` read at one common step."""
     lines, C = _lines(nY, nZ), B.shape[1]
     scale = lines["scale"]
     tt = t[t > 1]

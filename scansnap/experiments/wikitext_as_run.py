@@ -30,7 +30,7 @@ from scansnap.experiments.wikitext_freeze import freeze_measures
 from scansnap.results import AsMade, Cut
 from scansnap.verdicts import Verdict
 
-__all__ = ["MISSING", "TrainText", "snap_verdicts"]
+__all__ = ["MISSING", "TrainText", "as_stored", "snap_verdicts"]
 
 MISSING = ("trained on valid + test less the held-out articles: train.txt was missing when the run was made "
            "(paper profile: train.txt)")
@@ -71,6 +71,13 @@ class TrainText:
     def judged(self, config: ch8.WikiConfig, *extra: Cut) -> AsMade:
         """``config`` as its run was made: with the cut of its training text, then ``extra``."""
         return AsMade(config, self.cuts(config) + extra)
+
+
+def as_stored(config: ch8.WikiConfig, functions: Iterable[str]) -> AsMade:
+    """A stored run's ``config`` as the run was made, from the ``functions`` its run executed (its provenance's): with
+    the cut of the training text it had (:meth:`TrainText.ran`); its protocol names that text (for
+    :func:`scansnap.book.stored`)."""
+    return TrainText.ran(functions).judged(config)
 
 
 def snap_verdicts(freeze: ch8.FreezeResult, deep: ch8.FreezeResult,
