@@ -74,9 +74,9 @@ class TrainText:
 
 
 def as_stored(config: ch8.WikiConfig, functions: Iterable[str]) -> AsMade:
-    """A stored run's ``config`` as the run was made, from the ``functions`` its run executed (its provenance's): with
-    the cut of the training text it had (:meth:`TrainText.ran`); its protocol names that text (for
-    :func:`scansnap.book.stored`)."""
+    """A stored Chapter 8 run's ``config`` as the run was made, from the ``functions`` its run executed (its
+    provenance's): with the cut of the training text it had (:meth:`TrainText.ran`); its protocol names that text
+    (for :func:`scansnap.book.stored`, the protocol of Figures 7 and 10)."""
     return TrainText.ran(functions).judged(config)
 
 
