@@ -3,7 +3,7 @@
 :data:`TRAINING` (``fig-ch4-fates``, ``fig-ch4-violations``) trains the families of
 :func:`scansnap.theory.families.example_families` with the trainer (:func:`scansnap.train.train`) under
 three protocols: the theorem's setting (gradient descent, ``eta_Y = 1 >> eta_Z = 0.1``, Assumption 1(c)),
-equal learning rates, and the paper's protocol (equal rates and momentum 0.9); each in the long-sequence
+equal learning rates, and the authors' released protocol (equal rates and momentum 0.9); each in the long-sequence
 limit (``T = inf``) and with sampled sequences. It reads the logits back from the attention snapshots
 (:func:`scansnap.theory.fates.logits_from_attention`) and counts how each logit moved between
 consecutive steps (:func:`scansnap.theory.fates.fate_counts`). Its verdicts judge C16-C18 on
@@ -82,8 +82,8 @@ class Corollary2Signs:
 _WRONG = ("A wrong-way move is a logit step against the theorem's sign (|dz| > 1e-12; still entries, e.g. the "
           "first step from Y(0) = 0 where gamma = 0, are neither). The theorem claims every move has its sign: "
           "at most 1 in 1000 wrong verifies; up to 5% (a few noisy moves) partly verifies. Judged in the "
-          "theorem's setting (T = inf, gradient descent, eta_Y >> eta_Z); sampled sequences and the paper's "
-          "protocol are outside its assumptions and are reported beside the verdict.")
+          "theorem's setting (T = inf, gradient descent, eta_Y >> eta_Z); sampled sequences and the authors' "
+          "released protocol are outside its assumptions and are reported beside the verdict.")
 _KIND = ("the same share on the other kind of token in the same run (theorem's setting, T = inf): a sign rule blind "
          "to a token's kind gives the same share")
 _PREMISE = ("Theorem 1's back-propagated gradient in span F with positive beta (C9), under Assumption 1(c) "
@@ -228,8 +228,8 @@ TRAINING = Experiment(
         FigureSpec(id="fig-ch4-violations",
                    caption="Share of logit moves against Theorem 2's sign between consecutive steps (distinct tokens "
                            "down, common tokens up), in the theorem's setting (gradient descent, eta_Y = 1 >> eta_Z = "
-                           "0.1), with equal learning rates, and with the paper's protocol (equal rates, momentum "
-                           "0.9), in the long-sequence limit and with sampled sequences.",
+                           "0.1), with equal learning rates, and with the authors' released protocol (equal rates, "
+                           "momentum 0.9), in the long-sequence limit and with sampled sequences.",
                    claims=("C16", "C17", "C18"), plot=plot_violations, table=violations_table),
     ),
 )

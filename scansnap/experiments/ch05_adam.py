@@ -1,11 +1,12 @@
 """Chapter 5's Figure 5: Syn-Small trained with Adam at several learning rates (C37).
 
 :data:`FIG5` (``fig-paper-5``) keeps the protocol of Figure 4 (:mod:`scansnap.experiments.ch05_synsmall`) with
-Adam instead of SGD, one learning rate for ``Y`` and ``Z`` (the paper's learning rates are not in its text or
-code). Its verdict judges C37 on **training-sampled** evidence: which subset of distinct tokens each learning
-rate picks (:func:`scansnap.theory.scanning_measures.modal_set`), against split-half seeds at one learning rate
-(:func:`split_halves`: two halves of the seeds read as if they were two learning rates). A run below the book's
-paper preset is labelled with its cuts (``Fig5Config.GATED``).
+Adam instead of SGD, one learning rate for ``Y`` and ``Z`` (this book's choice: the paper's learning rates are not
+in its text, and the authors' code recorded in their Figure 6 log gives ``Y`` and ``Z`` separate Adam optimizers,
+so Figure 5's ratio is unknown). Its verdict judges C37 on **training-sampled** evidence: which subset of distinct
+tokens each learning rate picks (:func:`scansnap.theory.scanning_measures.modal_set`), against split-half seeds
+at one learning rate (:func:`split_halves`: two halves of the seeds read as if they were two learning rates). A run
+below the book's paper preset is labelled with its cuts (``Fig5Config.GATED``).
 """
 
 from __future__ import annotations
