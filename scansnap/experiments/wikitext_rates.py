@@ -32,8 +32,8 @@ class RatesConfig(WikiConfig):
     """Figure 10's grid (defaults: the ``paper`` preset).
 
     Attributes:
-        lrs: learning rates (a log grid, factor 1.6, inside the range where the model trains: in a 300-step pilot
-            made before this grid was fixed, rates 14 and 20 sent the held-out loss above its initial value).
+        lrs: learning rates (a log grid of factor about 1.6, inside the range where the model trains: in a 300-step
+            pilot made before this grid was fixed, rates 14 and 20 sent the held-out loss above its initial value).
         seeds: the seeds (each seeds the initialization and the dropout draws); layers: depth of the model.
         every, min_steps, steps, tolerance: the convergence rule (:class:`scansnap.lm_converge.Convergence`;
             ``steps`` is its cap).
