@@ -144,7 +144,7 @@ class FreezeConfig(WikiConfig):
             second parameter group: 10 beside 5; ``None``: ``lr``); dropout: 0.3, the notebook's.
         steps: SGD steps; every: steps between checkpoints; window: steps ``W`` of the drift and of the late
             window of C40b (:mod:`scansnap.experiments.wikitext_snap`; a multiple of ``every``).
-        shown: checkpoint steps whose maps the figure shows (the paper: 0, 500, 1000, 1500).
+        shown: checkpoint steps whose maps the figure shows (the authors' Figure 7 notebook: 0, 500, 1000, 1500).
         seeds: one run per seed (initialization and dropout); layers: encoder layers; probe: the held-out window
             whose maps are kept (the training window: the first ``bptt`` tokens of the first training stream).
     """
