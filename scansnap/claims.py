@@ -84,57 +84,77 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C1", _T, r"The gradients of $Y$ and $Z$ have the closed form of Lemma 1: "
           r"$\dot Y = \eta_Y \tilde f (e_n - \alpha)^\top$ and, for the query row, "
           r"$\dot z_{x_T} = \eta_Z\, \mathrm{diag}(f) P^\perp_{\tilde f} Y (e_n - \alpha) / \lVert f \rVert_2$.",
-          "Lemma 1, Eqn 3-4", _CH[1]),
+          "Sec. 3.1, Lemma 1, Eqn 3-4; formula reconstructed by this book", _CH[1]),
     Claim("C2", _T, r"Only the query's row of $Z$ is updated, and the attention depends on that row only.",
-          "Lemma 1", _CH[1]),
+          "Sec. 3.1, Lemma 1, Eqn 4", _CH[1]),
     Claim("C3", _T, r"Every row of the updates of $Y$ and $Z$ sums to zero, so from zero initialization the row "
-          r"sums of $Y$ and $Z$ stay zero.", "Lemma 1 (proof)", _CH[1]),
+          r"sums of $Y$ and $Z$ stay zero.", "Sec. 3.1 (after Lemma 1)", _CH[1]),
     Claim("C4", _T, r"As $T$ grows, the attended histogram $X^\top b_T$ tends to $c_n / \mathbf 1^\top c_n$ with "
-          r"$c_{nl} = \mathbb P(l \mid n) e^{z_{ml}}$, at rate $O(1/\sqrt T)$.", "Lemma 2, Eqn 5-6; Lemma 18",
-          _CH[2]),
+          r"$c_{nl} = \mathbb P(l \mid n) e^{z_{ml}}$, at rate $O(1/\sqrt T)$.",
+          "Sec. 3.3, Lemma 2, Eqn 5-6; App. H, Lemma 18; formula reconstructed by this book", _CH[2]),
     Claim("C5", _T, r"The critical point of the $Y$ dynamics needs infinite $Y$ and is never reached in finite "
           r"time.", "Sec. 4, Eqn 7", _CH[3]),
     Claim("C6", _T, r"Under the reparameterization $W = \bar F^\top Y$ the class rows evolve independently; the "
-          r"gradient modification this needs is $O(\lVert E \rVert)$.", "Lemma 3, Eqn 8", _CH[3]),
-    Claim("C7", _T, r"From zero initialization a class row is $w_k = h_s (M e_n - \mathbf 1)$ with "
-          r"$h_{s+1} = h_s + \eta_Y / (e^{M h_s} + M - 1)$.", "Lemma 5, Eqn 31-33", _CH[3]),
-    Claim("C8", _T, r"The continuous solution $(e^{Mh} - 1)/M + (M - 1) h = \eta_Y s$ tracks the discrete "
-          r"recursion (Figure 8).", "Lemmas 6-7, Fig. 8", _CH[3]),
-    Claim("C9", _T, r"The back-propagated gradient is "
-          r"$\gamma(t) \big(\iota_n \tilde f_n - \sum_{n'} \beta_{nn'} \tilde f_{n'}\big)$.", "Theorem 1, Eqn 9",
-          _CH[3]),
-    Claim("C10", _T, r"The coefficient $\xi_n$ is positive whenever class $n$ overlaps another class.",
-          "Theorem 1(a)", _CH[3]),
+          r"gradient modification this needs is $O(\lVert E \rVert)$.",
+          "Sec. 4, Lemma 3, Eqn 8; App. D.2, Eqn 26, Lemma 17; formula reconstructed by this book", _CH[3]),
+    Claim("C7", _T, r"From zero initialization, after $s$ steps of its class (Lemma 5 samples that class at every "
+          r"step), a class row is $w_k = h_s (M e_n - \mathbf 1)$ with "
+          r"$h_{s+1} = h_s + \eta_Y / (e^{M h_s} + M - 1)$.",
+          "App. D.2, Lemma 5, Eqn 31-33; formula reconstructed by this book", _CH[3]),
+    Claim("C8", _T, r"The continuous solution $(e^{Mh} - 1)/M + (M - 1) h = \eta_Y s$ tracks the discrete recursion "
+          r"(Figure 8).", "App. D.3, Lemmas 6-7, Eqn 45, Remark 2, Fig. 8; formula reconstructed by this book", _CH[3]),
+    Claim("C9", _T, r"Under Assumption 2, from $Y(0) = 0$ with classes sampled uniformly, the back-propagated gradient "
+          r"after $t$ steps is $\gamma(t) \big(\iota_n \tilde f_n - \sum_{n' \ne n} \beta_{nn'} \tilde f_{n'}\big)$.",
+          "Sec. 4, Theorem 1, Eqn 9; formula reconstructed by this book", _CH[3]),
+    Claim("C10", _T, r"Under Assumption 2 the coefficient $\xi_n(t)$ is positive for every class $n$ and every $t$ "
+          r"(the proof uses that each class overlaps another, which it reads out of Assumption 2).",
+          "Sec. 4, Theorem 1(a); App. D.5, Lemma 16", _CH[3]),
     Claim("C11", _T, r"The speed-control coefficient $\gamma(t)$ grows like $\eta_Y t / K$ early and decays like "
-          r"$K \ln(M \eta_Y t / K) / (\eta_Y t)$ late, with the transition near $t_0 \sim K \ln M / \eta_Y$.",
-          "Theorem 1(b)", _CH[3]),
+          r"$K \ln(M \eta_Y t / K) / (\eta_Y t)$ late, with the transition near $t_0 \sim K \ln M / \eta_Y$ (the paper "
+          r"prints the late form as $K \ln(\eta_Y t / K) / (\eta_Y t)$; $M$ inside the logarithm is this book's).",
+          "Sec. 4, Theorem 1(b); App. D.3, Lemma 9; formula reconstructed by this book", _CH[3]),
     Claim("C12", _T, r"Equal off-diagonal overlaps $E = \rho$ act as an effective decoder learning rate "
-          r"$\eta_Y (1 - \rho)$.", "Remark 1", _CH[3]),
-    Claim("C13", _T, r"The decoder converges towards its critical point at rate $O(1/t)$.", "Corollary 1", _CH[3]),
-    Claim("C14", _T, r"Class visit counts concentrate around $t/K$ (Hoeffding).", "Lemma 10", _CH[3]),
+          r"$\eta_Y (1 - \rho)$ for the original (unmodified) dynamics of Eqn 7 with uniformly sampled classes.",
+          "App. D.2, Remark 1, Eqn 40-43; formula reconstructed by this book", _CH[3]),
+    Claim("C13", _T, r"Under the reparameterized dynamics the decoder approaches the critical point of Eqn 7 at rate "
+          r"$O(1/t)$.",
+          "App. D.4, Corollary 1 (its statement and rate were lost in extraction: this book's reconstruction)", _CH[3]),
+    Claim("C14", _T, r"With classes sampled uniformly, class visit counts concentrate around $t/K$ (Hoeffding).",
+          "App. D.4, Lemma 10, Remark 4", _CH[3]),
     Claim("C15", _T, r"The attention logits follow Eqn 10 and move only through overlap between classes.",
-          "Sec. 5, Eqn 10", _CH[4]),
+          "Sec. 5, Lemma 4, Eqn 10 (the lemma's statement was lost in extraction; proof in App. E); "
+          "'only through overlap' is this book's reading of Eqn 10", _CH[4]),
     Claim("C16", _T, r"The logits of distinct tokens increase: "
-          r"$\dot z_{ml} = \eta_Z \gamma \xi_n \tilde f_{nl}^2 > 0$.", "Theorem 2(a)", _CH[4]),
-    Claim("C17", _T, r"The logit of a single common token decreases.", "Theorem 2(b)", _CH[4]),
-    Claim("C18", _T, r"In the symmetric case all common tokens' logits decrease; without symmetry this can fail.",
-          "Corollary 2", _CH[4]),
+          r"$\dot z_{ml} = \eta_Z \gamma \xi_n \tilde f_{nl}^2 > 0$.",
+          "Sec. 5, Theorem 2(a); formula reconstructed by this book", _CH[4]),
+    Claim("C17", _T, r"If there is a single common token and at least one next token has a distinct token, the common "
+          r"token's logit decreases.", "Sec. 5, Theorem 2(b)", _CH[4]),
+    Claim("C18", _T, r"In the symmetric case of Corollary 2 (one query token, symmetric classes, common tokens with a "
+          r"class-independent $\mathbb P(l \mid n)$, $Z(0) = 0$) all common tokens' logits decrease; without symmetry "
+          r"this can fail (the paper only calls the general case 'quite involved').",
+          "App. E, Corollary 2; the counterexample without symmetry is this book's", _CH[4]),
     Claim("C19", _T, r"The relative gain of two distinct tokens grows by the growth factor: "
-          r"$r_{l/l' \mid n}(t) = r_{l/l' \mid n}(0)\, \chi_l(t)$.", "Theorem 3, Eqn 11", _CH[5]),
-    Claim("C20", _T, r"The growth factor of the dominant token is bounded by "
-          r"$e^{2 \tilde f^2_{nl_0}(0) B_n} \le \chi_{l_0} \le e^{2 B_n}$, and its relative gain and attention are "
-          r"non-decreasing.", "Theorem 3, Eqn 12", _CH[5]),
+          r"$r_{l/l' \mid n}(t) = r_{l/l' \mid n}(0)\, \chi_l(t)$.",
+          "Sec. 5, Theorem 3, Eqn 11; formula reconstructed by this book", _CH[5]),
+    Claim("C20", _T, r"If a distinct token $l_0$ dominates at $t = 0$ and the logits of its class's common tokens do "
+          r"not grow, its growth factor is bounded by $e^{2 \tilde f^2_{nl_0}(0) B_n} \le \chi_{l_0} \le e^{2 B_n}$, "
+          r"and its relative gain and attention increase monotonically.",
+          "Sec. 5, Theorem 3, Eqn 12; formula reconstructed by this book", _CH[5]),
     Claim("C21", _T, r"Frequency bias: from $Z(0) = 0$ the most frequent distinct token dominates, and the others "
-          r"drop in order of increasing $\mathbb P(l \mid n)$.", "Sec. 5 (after Theorem 3)", _CH[5]),
-    Claim("C22", _T, r"Initial value as prior: the winning token is $\arg\max_l \mathbb P(l \mid n)\, e^{z_{ml}(0)}$.",
-          "Sec. 5 (after Theorem 3)", _CH[5]),
-    Claim("C23", _T, r"If $\xi_n$ stays bounded away from 0, $B_n$ grows without bound and the attention becomes "
-          r"winner-take-all.", "Sec. 6 (first paragraph)", _CH[5]),
+          r"drop in order of increasing $\mathbb P(l \mid n)$.",
+          "Sec. 5 (after Theorem 3, 'Self-attention as an algorithm of token scanning'); Abstract", _CH[5]),
+    Claim("C22", _T, r"Initial value as prior: the initial logits decide which distinct token wins; the winning token "
+          r"is $\arg\max_l \mathbb P(l \mid n)\, e^{z_{ml}(0)}$ (this book's formula, from Theorem 3's dominance "
+          r"condition).", "Sec. 5 (after Theorem 3, 'Initial value as prior information')", _CH[5]),
+    Claim("C23", _T, r"If $\xi_n$ decays slowly (the paper's example was lost in extraction; this book takes $\xi_n$ "
+          r"bounded away from 0), $B_n$ grows without bound and the attention becomes winner-take-all.",
+          "Sec. 6 (first paragraph)", _CH[5]),
     Claim("C24", _T, r"$B_n(t)$ has a closed form in $h(t)$ (Eqn 14), given the simplified dynamics of Eqn 13.",
-          "Theorem 4, Eqn 13-14", _CH[6]),
-    Claim("C25", _T, r"Scanning phase: early on the growth factor grows (sub-)linearly in $t$.", "Sec. 6", _CH[6]),
+          "Sec. 6, Theorem 4, Eqn 13-14; App. F, Eqn 124-129", _CH[6]),
+    Claim("C25", _T, r"Scanning phase: early on the dominant token's growth factor grows (sub-)linearly in $t$.",
+          "Sec. 6, Theorem 4 (attention scanning)", _CH[6]),
     Claim("C26", _T, r"Snapping phase: late, the growth factor grows only logarithmically; the attention looks "
-          r"frozen without reaching a stationary point.", "Sec. 6", _CH[6]),
+          r"frozen without reaching a stationary point.", "Sec. 6, Theorem 4 (attention snapping); Sec. 1", _CH[6]),
     Claim("C27", _T, r"A larger $\eta_Y$ gives an earlier transition ($t_0 \propto 1/\eta_Y$).",
           "Sec. 6, insight (a)", _CH[6]),
     Claim("C28", _T, r"Scaling both learning rates up gives a larger $B_n$ at a fixed horizon: sparser attention.",
@@ -142,24 +162,29 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("C29", _T, r"At fixed $\eta_Z$, a smaller $\eta_Y$ gives a larger $B_n$ at a horizon past the transition: "
           r"sparser attention.",
           "Sec. 6, insight (c); App. F(3b)", _CH[6]),
-    Claim("C30", _T, r"At fixed $\eta_Y$, a larger $\eta_Z$ gives a larger $B_n$: sparser attention.",
+    Claim("C30", _T, r"At fixed $\eta_Y$, a larger $\eta_Z$ gives a larger $B_n$ late in training: sparser attention.",
           "App. F(3a)", _CH[6]),
     Claim("C31", _T, r"$B_n(t_0)$ depends on the learning rates only through their ratio; curves differ after "
-          r"$t_0$.", "App. F, Fig. 9", _CH[6]),
-    Claim("C32", _T, r"The simplified $e^{4z}$ dynamics of Eqn 13 match the exact symmetric system up to an "
-          r"$O(1)$ constant.", "Sec. 6, Eqn 13", _CH[6]),
-    Claim("C33a", _T, r"With a residual connection only classes that share a query interact: the attention of a "
-          r"query moves only through classes of that query.", "Sec. 7 (first half of C33)", _CH[9]),
+          r"$t_0$.", "App. F(2), Fig. 9; 'only through their ratio' is this book's reading (the sentence lost its "
+          r"variables)", _CH[6]),
+    Claim("C32", _T, r"The simplified dynamics of Eqn 13 (the paper's qualitative estimation; $e^{4z}$ in this book's "
+          r"reconstruction) match the exact symmetric system up to an $O(1)$ constant.",
+          "Sec. 6, Eqn 13 (the approximation is the paper's; its test against the exact system is this book's)",
+          _CH[6]),
+    Claim("C33a", _T, r"With a residual connection, approximately, only classes that share a query interact: the "
+          r"attention of a query moves only through classes of that query (a sketch the paper leaves to future work).",
+          "Sec. 7, 'Residue connection' (first half of C33)", _CH[9]),
     Claim("C33b", _T, r"With a residual connection distinct and common tokens become local to a query: each token's "
-          r"fate (rise or fall) follows the classes of its own query.", "Sec. 7 (second half of C33)",
-          _CH[9]),
+          r"fate (rise or fall) follows the classes of its own query.",
+          "Sec. 7, 'Residue connection' (second half of C33)", _CH[9]),
     Claim("C34", _T, r"A smaller $\eta_Y$ at fixed $\eta_Z$ gives a later transition and a larger growth factor "
-          r"(Figure 3, which the paper calls a numerical simulation).", "Fig. 3", _CH[6]),
-    Claim("C35", _E, r"On Syn-Small the attention becomes sparser than at step 0: common-token mass falls and "
-          r"distinct tokens end ordered by $\mathbb P(l \mid n)$ (Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
+          r"(Figure 3, which the paper calls a numerical simulation).", "Sec. 6, Fig. 3", _CH[6]),
+    Claim("C35", _E, r"On Syn-Small the attention becomes sparse during training (Figure 4), which this book reads as: "
+          r"sparser than at step 0, common-token mass falls and distinct tokens end ordered by $\mathbb P(l \mid n)$.",
+          "Sec. 8, Fig. 4; the three measures are this book's reading", _CH[5]),
     Claim("C36", _E, r"On Syn-Small a larger $\eta_Y$ at fixed $\eta_Z$ converges faster but ends less sparse "
           r"(Figure 4).", "Sec. 8, Fig. 4", _CH[5]),
-    Claim("C37", _E, r"With Adam, different learning rates focus on different subsets of distinct tokens "
+    Claim("C37", _E, r"On Syn-Small with Adam, different learning rates focus on different subsets of distinct tokens "
           r"(Figure 5).", "Sec. 8, Fig. 5", _CH[5]),
     Claim("C38", _E, r"On Syn-Medium the entropy of attention over distinct tokens decreases as $\eta_Z$ grows "
           r"(Figure 6).", "Sec. 8, Fig. 6", _CH[7]),
@@ -169,18 +194,20 @@ CLAIMS: tuple[Claim, ...] = (
           r"(Figure 7).", "Sec. 8, Fig. 7 (first half of C40)", _CH[8]),
     Claim("C40b", _E, r"On WikiText-2 the first-layer attention freezes at a constant learning rate: its maps "
           r"stop changing late in training (Figure 7).", "Sec. 8, Fig. 7 (second half of C40)", _CH[8]),
-    Claim("C41", _E, r"On WikiText the validation attention entropy decreases with a larger learning rate "
-          r"(Figure 10).", "App. G, Fig. 10", _CH[8]),
-    Claim("C42", _E, r"Recall-threshold curves show sparser attention for smaller $\eta_Y$ (past Figure 6's threshold "
-          r"ratio) or larger $\eta_Z$, consistent with Figure 6 (Figures 11-12).", "App. G, Figs. 11-12", _CH[7]),
+    Claim("C41", _E, r"On WikiText, for a 1-layer model trained with SGD at one unified learning rate, the validation "
+          r"attention entropy decreases with a larger learning rate (Figure 10).", "App. G, Fig. 10", _CH[8]),
+    Claim("C42", _E, r"On Syn-Medium, recall-threshold curves show sparser attention for smaller $\eta_Y$ or larger "
+          r"$\eta_Z$, consistent with Figure 6 (Figures 11-12); this book judges the $\eta_Y$ half past Figure 6's "
+          r"threshold ratio.", "App. G, Figs. 11-12", _CH[7]),
     Claim("C43", _E, r"The theory's assumptions hold only approximately in the experiments (finite $T$, strong "
-          r"overlap, momentum, random initialization).", "this book, on Sec. 8",
+          r"overlap, momentum, random initialization).", "this book, on Sec. 8 and the authors' released settings",
           _CH[2], origin="book"),
     Claim("X1", _T, r"Lemma 1 extends to a residual connection ($v = f + e_m$), a learnable positional bias "
           r"($b_t \propto e^{z_{m x_t} + p_t}$) and several heads (logits $\sum_h Y_h^\top \tilde v_h$): the "
           r"gradients are $\tilde v_h (e_n - \alpha)^\top$, $f \odot s$ and $b_t s_{x_t}$ with "
           r"$s = r - (f^\top r) \mathbf 1$, $r = P^\perp_{\tilde v} Y_h (e_n - \alpha) / \lVert v \rVert_2$.",
-          "Sec. 7, extended in Chapter 9", _CH[9], origin="book"),
+          "Lemma 1 (Sec. 3.1), extended in Chapter 9 to Sec. 7's residual connection and linear bias and to "
+          "multi-head attention (Sec. 3, Sec. 5)", _CH[9], origin="book"),
     Claim("X2", _T, r"On long sequences a positional bias acts only through the zone masses "
           r"$A_z = \sum_{t \in z} e^{p_t}$: for tokens that occur in one zone it adds the prior $\log A_z$ to their "
           r"logits $z_{ml}$; on bag-of-tokens data it cancels and gets no gradient.", "Sec. 7, derived in Chapter 9",
@@ -204,7 +231,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("X8", _E, r"On Syn-Small, at the end of the authors' Figure 4 protocol ($\eta_Y = \eta_Z$, 100 SGD steps), "
           r"the attention is sparser than at step 0 but not sparse in absolute terms: class 1 still puts a "
           r"substantial mass on the common tokens and spreads over many distinct tokens.",
-          "Sec. 8, Fig. 4, tested in Chapter 5", _CH[5], origin="book"),
+          r"Sec. 8, Fig. 4 ($\eta_Y = \eta_Z$ and 100 steps are the authors' released run, not the paper's text), "
+          r"tested in Chapter 5", _CH[5], origin="book"),
     Claim("X9", _E, r"Training amplifies the diversity of heads from independent draws: their picks separate more "
           r"across initialization scales, and cover more tokens against tied heads, than the draws give at step 0.",
           "Sec. 5 (multi-head remark), tested in Chapter 9", _CH[9], origin="book"),
@@ -216,7 +244,7 @@ CENTRAL: tuple[Claim, ...] = (
     Claim("P2", _E, r"The scan and snap dynamics are seen in training on real data (WikiText-2): the first-layer "
           r"attention becomes sparse, then appears frozen.", "Abstract; Sec. 1; Sec. 8, Fig. 7", _CH[8]),
     Claim("P3", _E, r"The attention does not collapse to one-hot: training leaves an (almost) fixed combination of "
-          r"several tokens.", "Sec. 1; Sec. 6", _CH[8]),
+          r"several tokens.", "Abstract; Sec. 1; Sec. 6", _CH[8]),
 )
 """The paper's central claims (its abstract and introduction), each decided on training and real data like a claim
 of Sec. 8: what a reader of the abstract cites."""
