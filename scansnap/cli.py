@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--profile", choices=profiles.PROFILES, default="paper", help="the store's profile")
     ev.add_argument("--steps", type=int, default=None,
                     help="with verify: re-run the first STEPS steps (default: up to the horizon's first checkpoint)")
-    ev.add_argument("--horizon", type=int, default=store.HORIZON,
+    ev.add_argument("--horizon", type=int, default=None,
                     help=f"with verify: compare the checkpoints up to this step (default {store.HORIZON}: later, "
                          "another machine's float sums have made SGD diverge; larger on the machine that made it)")
     ev.add_argument("--root", type=Path, default=None, help="the folder holding stores/ (default: the checkout)")
@@ -147,6 +147,8 @@ def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> experiments.Ma
 
 
 def _reproduce(args: argparse.Namespace) -> int:
+    if args.check and args.store:
+        _parser().error("--store: not with --check (a check re-makes the published figure and stores nothing)")
     if args.check:
         return _check(args)
     if args.against is not None:
@@ -271,6 +273,12 @@ def _rules(args: argparse.Namespace) -> int:
 def _store(args: argparse.Namespace) -> int:
     """``store list``: every store and whether it is current; ``store verify``: re-run and compare (REFUSED on a
     device the store cannot be verified on)."""
+    for flag, value, low in (("steps", args.steps, 1), ("horizon", args.horizon, 0)):
+        if value is not None and args.action != "verify":
+            _parser().error(f"--{flag}: only with verify")
+        if value is not None and value < low:
+            _parser().error(f"--{flag}: must be an integer >= {low}; got {value}")
+    horizon = store.HORIZON if args.horizon is None else args.horizon
     items = store.stored_ids(args.root)
     if args.experiment is not None:
         items = [(args.experiment, args.profile)]
@@ -284,7 +292,7 @@ def _store(args: argparse.Namespace) -> int:
             exp = experiments.resolve(exp_id)
             problems = store.check(exp, profile, args.root)
             if args.action == "verify" and not problems:
-                problems = store.verify(exp, profile, args.steps, args.root, horizon=args.horizon, device=args.device)
+                problems = store.verify(exp, profile, args.steps, args.root, horizon=horizon, device=args.device)
         except store.UnverifiableError as err:
             problems, label = [str(err)], "REFUSED"
         except (ValueError, FileNotFoundError) as err:

@@ -13,6 +13,7 @@ import csv
 import html
 import io
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -290,7 +291,10 @@ class Comparison:
 
 def compare_data(published: Path, made: Path, rtol: float = RTOL, atol: float = ATOL) -> Comparison:
     """Compare a figure's re-made data file (CSV or JSON) with the published one: byte-equal, else the same
-    columns and text with every number within ``atol + rtol * |published|``."""
+    columns and text with every number within ``atol + rtol * |published|`` (``rtol``, ``atol``: finite, ``>= 0``)."""
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < math.inf:
+            raise ValueError(f"{name}: must be a finite number >= 0; got {tol!r}")
     old, new = Path(published).read_bytes(), Path(made).read_bytes()
     if old == new:
         return Comparison(True, True, f"byte-equal ({len(old)} bytes)")

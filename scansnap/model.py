@@ -126,12 +126,13 @@ class YZModel(nn.Module):
         Returns:
             ``f``: ``(C, B, M)``, non-negative, rows sum to 1.
         """
-        self._check_tokens("query", query)
+        self._check_inputs(query, weights)
         rows = self.Z[torch.arange(self.configs, device=query.device)[:, None], query.expand(self.configs, -1)]
         return attended(rows, weights.to(rows.dtype))
 
     def decode(self, f: torch.Tensor) -> torch.Tensor:
         """Logits ``Y^T f~`` with ``f~ = f / ||f||_2``: ``f`` ``(C, B, M)`` -> ``(C, B, M)``."""
+        check_tensor("f", f, shape=(self.configs, -1, self.M), floating=True)
         return torch.bmm(f / f.norm(dim=-1, keepdim=True), self.Y)
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -187,6 +188,13 @@ class YZModel(nn.Module):
 
     def _check_batch(self, query: torch.Tensor, weights: torch.Tensor, target: torch.Tensor) -> None:
         """``query`` ``(B,)``/``(C, B)``, ``weights`` ``(B, M)``/``(C, B, M)``, ``target`` like ``query``."""
+        B = self._check_inputs(query, weights)
+        check_tensor("target", target, dtype=torch.long, low=0, high=self.M - 1)
+        if target.shape not in ((B,), (self.configs, B)):
+            raise ValueError(f"target: must have shape ({B},) or ({self.configs}, {B}); got {tuple(target.shape)}")
+
+    def _check_inputs(self, query: torch.Tensor, weights: torch.Tensor) -> int:
+        """``query`` ``(B,)``/``(C, B)`` and ``weights`` ``(B, M)``/``(C, B, M)``; returns ``B``."""
         self._check_tokens("query", query)
         C, M = self.configs, self.M
         B = query.shape[-1] if query.ndim in (1, 2) else -1
@@ -196,9 +204,7 @@ class YZModel(nn.Module):
             raise ValueError(f"weights: must be a floating-point torch.Tensor; got {weights!r:.60}")
         if weights.shape not in ((B, M), (C, B, M)):
             raise ValueError(f"weights: must have shape ({B}, {M}) or ({C}, {B}, {M}); got {tuple(weights.shape)}")
-        check_tensor("target", target, dtype=torch.long, low=0, high=M - 1)
-        if target.shape not in ((B,), (C, B)):
-            raise ValueError(f"target: must have shape ({B},) or ({C}, {B}); got {tuple(target.shape)}")
+        return B
 
     def _batched(self, x: torch.Tensor) -> torch.Tensor:
         self._check_tokens("x", x)

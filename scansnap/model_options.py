@@ -214,6 +214,7 @@ class OptionsModel(YZModel):
         positional bias: differentiable, the autograd reference of the weights path."""
         if self.P is not None:
             raise ValueError("weights: a positional bias needs the sequences, not token weights (use forward)")
+        self._check_inputs(query, weights)
         query = query.expand(self.configs, -1)
         f = attended(self._rows(self._heads(self.Z), query), weights.to(self.Z.dtype).expand(
             self.configs, *weights.shape[-2:])[:, None])
@@ -221,6 +222,7 @@ class OptionsModel(YZModel):
 
     def decode(self, v: torch.Tensor) -> torch.Tensor:
         """Logits ``sum_h Y_h^T v~_h`` with ``v~ = v / ||v||_2``: ``v`` ``(C, H, B, M)`` -> ``(C, B, M)``."""
+        check_tensor("v", v, shape=(self.configs, self.options.heads, -1, self.M), floating=True)
         return torch.einsum("chbm,chmj->cbj", v / v.norm(dim=-1, keepdim=True), self._heads(self.Y))
 
     def population(self, classes: SequenceClasses) -> torch.Tensor:

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.stats import binomtest, spearmanr
 from scipy.stats import t as student_t
 
-from scansnap._checks import check_array, check_choice
+from scansnap._checks import check_array, check_choice, check_int
 
 __all__ = [
     "wilson_interval",
@@ -290,6 +290,10 @@ def wilson_interval(hits: int, n: int, level: float = 0.95) -> tuple[float, floa
     (:meth:`scipy.stats.binomtest`'s ``proportion_ci``; ``(0, 1)`` when ``n = 0``: nothing was observed). Unlike
     the normal interval it stays inside ``[0, 1]`` and is not empty at ``hits = 0`` (its upper end is then
     about ``3.8 / n``)."""
+    n = check_int("n", n, low=0)
+    hits = check_int("hits", hits, low=0, high=n)
+    if not 0 < level < 1:
+        raise ValueError(f"level: must be in (0, 1); got {level}")
     if n == 0:
         return 0.0, 1.0
     ci = binomtest(int(hits), int(n)).proportion_ci(confidence_level=level, method="wilson")

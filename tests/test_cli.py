@@ -134,3 +134,20 @@ def test_reproduce_lists_every_file_it_writes_and_times_its_run(tmp_path: Path, 
     took, ran = map(float, re.search(r"made in ([\d.]+) s: the experiment ch4-training ran ([\d.]+) s", out).groups())
     recorded = json.loads((tmp_path / "figures" / "fig-ch4-fates.json").read_text())["wall_time_s"]
     assert took >= ran and abs(ran - recorded) < 0.06
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [
+        (["store", "list", "--steps", "5"], "--steps"),
+        (["store", "list", "--horizon", "5"], "--horizon"),
+        (["store", "verify", "--steps", "0"], "--steps"),
+        (["store", "verify", "--horizon", "-1"], "--horizon"),
+        (["reproduce", FIGURE, "--check", "--store"], "--store"),
+    ],
+)
+def test_argument_errors_name_the_flag(argv: list[str], flag: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert f"error: {flag}:" in capsys.readouterr().err

@@ -14,6 +14,7 @@ matplotlib.use("Agg")  # tests only: no display (the book itself must not do thi
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from conftest import names  # noqa: E402
 
 from scansnap import claims, figures  # noqa: E402
 from scansnap.results import Config  # noqa: E402
@@ -178,3 +179,12 @@ def test_log_axis_never_crowds(lo: float, hi: float, most: int) -> None:
 def test_log_axis_names_a_bad_axis() -> None:
     with pytest.raises(ValueError, match="^which"):
         figures.log_axis(plt.subplots()[1], "z")
+
+
+@pytest.mark.parametrize(("rtol", "atol", "param"), [(-1e-9, 0.0, "rtol"), (float("nan"), 0.0, "rtol"),
+                                                      (0.0, float("inf"), "atol"), (0.0, "0", "atol")])
+def test_compare_data_rejects_bad_tolerances(tmp_path: Path, rtol, atol, param: str) -> None:
+    a = tmp_path / "a.csv"
+    a.write_text("x\n1.0\n")
+    with pytest.raises(ValueError, match=names(param)):
+        figures.compare_data(a, a, rtol=rtol, atol=atol)

@@ -369,3 +369,17 @@ def test_attended_rejects_bad_query() -> None:
 
 def test_inits_constant() -> None:
     assert INITS == ("zero", "uniform")
+
+
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [(lambda m: m.decode(torch.ones(4, M, dtype=F64)), "f"),
+     (lambda m: m.decode(torch.ones(3, 4, M + 1, dtype=F64)), "f"),
+     (lambda m: m.decode(torch.ones(3, 4, M, dtype=torch.long)), "f"),
+     (lambda m: m.attended(torch.tensor([0, 1]), torch.ones(3, M, dtype=F64)), "weights"),
+     (lambda m: m.attended(torch.tensor([0, 1]), torch.ones(2, M, dtype=torch.long)), "weights"),
+     (lambda m: m.attended(torch.zeros(2, 2, 2, dtype=torch.long), torch.ones(2, M, dtype=F64)), "query")],
+)
+def test_decode_and_attended_reject(call, param: str) -> None:
+    with pytest.raises(ValueError, match=names(param)):
+        call(random_model(C=3))

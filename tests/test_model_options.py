@@ -157,3 +157,15 @@ def test_positional_bias_needs_sampled_sequences(small) -> None:
                                  torch.zeros(B, dtype=torch.long))
     with pytest.raises(ValueError, match=names("x")):
         model(torch.zeros(B, T + 1, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    ("call", "param"),
+    [(lambda m: m.decode(torch.ones(C, 2, B, M, dtype=F64)), "v"),
+     (lambda m: m.decode(torch.ones(C, 3, B, M + 1, dtype=F64)), "v"),
+     (lambda m: m.forward_weights(torch.zeros(B, dtype=torch.long), torch.ones(B + 1, M, dtype=F64)), "weights"),
+     (lambda m: m.forward_weights(torch.full((B,), M), torch.ones(B, M, dtype=F64)), "query")],
+)
+def test_decode_and_forward_weights_reject(call, param: str) -> None:
+    with pytest.raises(ValueError, match=names(param)):
+        call(random_model(OPTIONS["heads"]))

@@ -134,6 +134,10 @@ def test_wilson_interval_is_the_score_interval_and_covers_at_its_level() -> None
         want = ((p + z2 / (2 * n) - half) / (1 + z2 / n), (p + z2 / (2 * n) + half) / (1 + z2 / n))
         assert stats.wilson_interval(hits, n) == pytest.approx(want, rel=1e-9, abs=1e-12)
     assert stats.wilson_interval(0, 0) == (0.0, 1.0)
+    for hits, n, level, param in ((1, -1, 0.95, "n"), (5, 4, 0.95, "hits"), (-1, 4, 0.95, "hits"),
+                                  (0.5, 4, 0.95, "hits"), (1, 4, 1.0, "level")):
+        with pytest.raises(ValueError, match=names(param)):
+            stats.wilson_interval(hits, n, level)
     # coverage: 4000 draws of Binomial(200, 0.1); the 95% interval misses p in 5% of them, and the share of misses
     # of 4000 draws lies within 0.05 +- 4 sd (sd = sqrt(0.05 * 0.95 / 4000) = 0.0034), whatever the seed
     hits = np.random.default_rng(0).binomial(200, 0.1, size=4000)

@@ -158,6 +158,12 @@ def test_hoeffding_count_radius() -> None:
         (lambda: dec.gram(np.ones((3, 2))), "F"),
         (lambda: dec.theorem1_coefficients(np.array([[0.0, 2.0], [2.0, 0.0]]), 5), "E"),
         (lambda: dec.equal_overlap_classes(3, 1.0), "rho"),
+        (lambda: dec.gamma_early(1.0, 0, 0.1), "K"),
+        (lambda: dec.gamma_early(1.0, 2, 0.0), "eta"),
+        (lambda: dec.gamma_late(1.0, 1, 2, 0.1), "M"),
+        (lambda: dec.gamma_late(1.0, 5, 2, -0.1), "eta"),
+        (lambda: dec.transition_time(5, 0, 0.1), "K"),
+        (lambda: dec.transition_time(5, 2, float("nan")), "eta"),
     ],
 )
 def test_bad_input_names_the_parameter(call, param: str) -> None:

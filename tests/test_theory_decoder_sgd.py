@@ -166,6 +166,10 @@ def test_remark1_reduced_matches_full_dynamics_and_its_late_rate() -> None:
         (lambda: sim.remark1_reduced(3, 5, 1.0, 1.0, [1.0]), "rho"),
         (lambda: sim.sgd_decoder_sampled(data.syn_small(), 1.0, 5, [5], seeds=[]), "seeds"),
         (lambda: sim.support_rows(np.ones(3)), "F"),
+        (lambda: sim.corollary1_rate(np.ones(3), np.ones(3), 1, 2), "M"),
+        (lambda: sim.corollary1_rate(np.ones(3), np.ones(3), 5, 0), "K"),
+        (lambda: sim.regime_fits(np.ones(3), np.ones(3), 5, 2, 1.0, early_to=0.0), "early_to"),
+        (lambda: sim.regime_fits(np.ones(3), np.ones(3), 5, 2, 1.0, late_from=-1.0), "late_from"),
     ],
 )
 def test_bad_input_names_the_parameter(call, param: str) -> None:

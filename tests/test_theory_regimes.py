@@ -85,6 +85,8 @@ def test_measure_growth_on_eqn14() -> None:
         (lambda: regimes.transition_slope([1.0, 2.0], [1.0, 1.0], [1.0, 2.0]), "times"),
         (lambda: regimes.grid_lines(2, 2, "diagonal"), "kind"),
         (lambda: regimes.order_share([1.0], [[0]], "up"), "lines"),
+        (lambda: regimes.line_spread([[1.0, 2.0]], [[0]]), "values"),
+        (lambda: regimes.line_spread([1.0, 2.0], [[0, 1], []]), "lines"),
         (lambda: regimes.measure_growth([1.0, 2.0], [[1.0], [1.0]], [[1.0], [1.0]], [1.0], [1.0], 10, 2), "log_chi"),
     ],
 )

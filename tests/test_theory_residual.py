@@ -60,3 +60,10 @@ def test_token_roles_and_agreement() -> None:
     assert agree.tolist() == [True, True, True, False, False, False]
     with pytest.raises(ValueError, match=names("dz")):
         res.role_agreement(dz[:3], loc)
+
+
+@pytest.mark.parametrize(("kwargs", "param"), [({"distinct": ()}, "distinct"), ({"distinct": (0.5, 0.0)}, "distinct"),
+                                               ({"distinct": "abc"}, "distinct"), ({"shared": -1.0}, "shared")])
+def test_cross_query_family_rejects(kwargs: dict, param: str) -> None:
+    with pytest.raises(ValueError, match=names(param)):
+        res.cross_query_family(**kwargs)

@@ -230,18 +230,27 @@ def gamma(t: np.ndarray | float | torch.Tensor, M: int, K: int, eta: float) -> n
 
 
 def gamma_early(t: np.ndarray | float, K: int, eta: float) -> np.ndarray:
-    """Theorem 1(b), early regime: ``gamma ~ eta t / K``."""
+    """Theorem 1(b), early regime: ``gamma ~ eta t / K`` (``t``: any shape; the result has its shape)."""
+    check_int("K", K, low=1)
+    eta = check_positive("eta", eta)
     return eta * np.asarray(t, dtype=np.float64) / K
 
 
 def gamma_late(t: np.ndarray | float, M: int, K: int, eta: float) -> np.ndarray:
-    """Theorem 1(b), late regime as derived here: ``gamma ~ K ln(M eta t / K) / (eta t)``."""
+    """Theorem 1(b), late regime as derived here: ``gamma ~ K ln(M eta t / K) / (eta t)`` (``t``: any shape,
+    ``t > 0``; the result has its shape)."""
+    check_int("M", M, low=2)
+    check_int("K", K, low=1)
+    eta = check_positive("eta", eta)
     t = np.asarray(t, dtype=np.float64)
     return K * np.log(M * eta * t / K) / (eta * t)
 
 
 def transition_time(M: int, K: int, eta: float) -> float:
     """Theorem 1(b)'s ``t_0 = K ln M / eta``: where the early regime ends (``M h`` reaches about ``ln M``)."""
+    check_int("M", M, low=2)
+    check_int("K", K, low=1)
+    eta = check_positive("eta", eta)
     return K * math.log(M) / eta
 
 

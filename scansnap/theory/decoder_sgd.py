@@ -321,6 +321,7 @@ def regime_fits(t: np.ndarray, gamma: np.ndarray, M: int, K: int, eta: float, ea
         3 points) and :func:`late_gamma_fit` for ``t >= late_from t_0`` (1 in the late regime; nan without
         points), with ``t_0 = K ln M / eta``.
     """
+    early_to, late_from = check_positive("early_to", early_to), check_positive("late_from", late_from)
     t, gamma = np.asarray(t, dtype=np.float64), np.asarray(gamma, dtype=np.float64)
     t0 = transition_time(M, K, eta)
     early, late = t <= early_to * t0, t >= late_from * t0
@@ -331,6 +332,8 @@ def regime_fits(t: np.ndarray, gamma: np.ndarray, M: int, K: int, eta: float, ea
 def corollary1_rate(t: np.ndarray, miss: np.ndarray, M: int, K: int) -> np.ndarray:
     """The learning rate that Corollary 1's late form ``1 - alpha = (1 - 1/M) K / (eta t)`` implies for a
     measured ``miss = 1 - alpha`` at steps ``t`` (same shapes)."""
+    check_int("M", M, low=2)
+    check_int("K", K, low=1)
     return (1 - 1 / M) * K / (np.asarray(t, dtype=np.float64) * np.asarray(miss, dtype=np.float64))
 
 

@@ -194,7 +194,11 @@ def order_share(values: object, lines: list[list[int]], direction: str) -> tuple
 def line_spread(values: object, lines: list[list[int]]) -> np.ndarray:
     """``(max - min) / |mean|`` of ``values`` ``(C,)`` along each line: ``(len(lines),)`` (C31: ``B_n(t0)`` does
     not change along a line of fixed ratio, Figure 9)."""
-    v = np.asarray(values, dtype=np.float64)
+    v = np.asarray(values, dtype=np.float64)  # nan stays: a missing value makes its line's spread nan
+    if v.ndim != 1:
+        raise ValueError(f"values: must have 1 dimension (C,); got shape {v.shape}")
+    if any(not line for line in lines):
+        raise ValueError("lines: every line needs at least one index into values")
     return np.array([(v[line].max() - v[line].min()) / abs(v[line].mean()) for line in lines])
 
 

@@ -24,6 +24,8 @@ a baseline of Chapter 9, not a theorem) and its local role (over the classes of 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 
@@ -161,7 +163,12 @@ def cross_query_family(distinct: tuple[float, ...] = (0.25, 0.5, 0.75, 1.0), sha
     and B2 (each locally distinct, globally common); token 2 by A1 and A2, token 3 by B1 and B2 (common
     within one query, absent from the other); then each class's own distinct tokens with weights ``distinct``
     (token 0 to 3 weighted ``shared``). The four entries (A, 0), (A, 1), (B, 0), (B, 1) are where the global and
-    the local rule of :func:`token_roles` disagree (Chapter 9)."""
+    the local rule of :func:`token_roles` disagree (Chapter 9). ``distinct``: non-empty, each weight ``> 0``;
+    ``shared > 0``."""
+    if isinstance(distinct, str) or not isinstance(distinct, Sequence) or not distinct:
+        raise ValueError(f"distinct: must be a non-empty tuple of weights > 0; got {distinct!r}")
+    distinct = tuple(check_positive("distinct", w) for w in distinct)
+    shared = check_positive("shared", shared)
     L = 4 + 4 * len(distinct)
     w = torch.zeros(4, L, dtype=torch.float64)
     for n, (s, c) in enumerate(((0, 2), (1, 2), (0, 3), (1, 3))):
