@@ -133,8 +133,7 @@ def save(
             run parameters).
         out: artifacts folder (default :func:`scansnap._io.artifacts_dir`).
     """
-    if not name or set(name) - _NAME_CHARS:
-        raise ValueError(f"name: must be lowercase letters, digits and dashes; got {name!r}")
+    _check_name(name)
     profile = profiles.current() if profile is None else check_choice("profile", profile, profiles.PROFILES)
     folder = (artifacts_dir() if out is None else Path(out)) / "figures"
     table = _as_table(data)
@@ -155,8 +154,15 @@ def save(
     return record
 
 
+def _check_name(name: str) -> None:
+    """A figure id is a file name under ``figures/``: lowercase letters, digits and dashes (no path)."""
+    if not isinstance(name, str) or not name or set(name) - _NAME_CHARS:
+        raise ValueError(f"name: must be lowercase letters, digits and dashes; got {name!r}")
+
+
 def load_record(name: str, out: Path | None = None) -> FigureRecord:
-    """The provenance record of figure ``name``."""
+    """The provenance record of figure ``name`` (lowercase letters, digits and dashes)."""
+    _check_name(name)
     path = (artifacts_dir() if out is None else Path(out)) / "figures" / f"{name}.json"
     if not path.exists():
         raise ValueError(f"name: no saved figure {name!r} under {path.parent}")

@@ -188,3 +188,11 @@ def test_compare_data_rejects_bad_tolerances(tmp_path: Path, rtol, atol, param: 
     a.write_text("x\n1.0\n")
     with pytest.raises(ValueError, match=names(param)):
         figures.compare_data(a, a, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("name", ["../x", "fig/a", "", "Fig-1"])
+def test_load_record_refuses_a_name_that_is_not_a_figure_id(name: str, tmp_path) -> None:
+    """A figure id names a file under ``figures/``: a path ("../x") or another character is refused, naming the
+    parameter, before any file is read."""
+    with pytest.raises(ValueError, match="name: must be lowercase letters"):
+        figures.load_record(name, tmp_path)
