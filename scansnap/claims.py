@@ -83,69 +83,82 @@ _T, _E = "theory", "experiment"
 CLAIMS: tuple[Claim, ...] = (
     Claim("C1", _T, r"The gradients of $Y$ and $Z$ have the closed form of Lemma 1: "
           r"$\dot Y = \eta_Y \tilde f (e_n - \alpha)^\top$ and, for the query row, "
-          r"$\dot z_{x_T} = \eta_Z\, \mathrm{diag}(f) P^\perp_{\tilde f} Y (e_n - \alpha) / \lVert f \rVert_2$.",
-          "Sec. 3.1, Lemma 1, Eqn 3-4; formula reconstructed by this book", _CH[1]),
+          r"$\dot z_{x_T} = \eta_Z\, \mathrm{diag}(f) P^\perp_{\tilde f} Y (e_n - \alpha) / \lVert f \rVert_2$."
+          r" The formula is this book's reconstruction.",
+          "Sec. 3.1, Lemma 1, Eqn 3-4", _CH[1]),
     Claim("C2", _T, r"Only the query's row of $Z$ is updated, and the attention depends on that row only.",
           "Sec. 3.1, Lemma 1, Eqn 4", _CH[1]),
     Claim("C3", _T, r"Every row of the updates of $Y$ and $Z$ sums to zero, so from zero initialization the row "
           r"sums of $Y$ and $Z$ stay zero.", "Sec. 3.1 (after Lemma 1)", _CH[1]),
     Claim("C4", _T, r"As $T$ grows, the attended histogram $X^\top b_T$ tends to $c_n / \mathbf 1^\top c_n$ with "
-          r"$c_{nl} = \mathbb P(l \mid n) e^{z_{ml}}$, at rate $O(1/\sqrt T)$.",
-          "Sec. 3.3, Lemma 2, Eqn 5-6; App. H, Lemma 18; formula reconstructed by this book", _CH[2]),
+          r"$c_{nl} = \mathbb P(l \mid n) e^{z_{ml}}$, at rate $O(1/\sqrt T)$."
+          r" The formula is this book's reconstruction.",
+          "Sec. 3.3, Lemma 2, Eqn 5-6; App. H, Lemma 18", _CH[2]),
     Claim("C5", _T, r"The critical point of the $Y$ dynamics needs infinite $Y$ and is never reached in finite "
           r"time.", "Sec. 4, Eqn 7", _CH[3]),
     Claim("C6", _T, r"Under the reparameterization $W = \bar F^\top Y$ the class rows evolve independently; the "
-          r"gradient modification this needs is $O(\lVert E \rVert)$.",
-          "Sec. 4, Lemma 3, Eqn 8; App. D.2, Eqn 26, Lemma 17; formula reconstructed by this book", _CH[3]),
+          r"gradient modification this needs is $O(\lVert E \rVert)$."
+          r" The formula is this book's reconstruction.",
+          "Sec. 4, Lemma 3, Eqn 8; App. D.2, Eqn 26, Lemma 17", _CH[3]),
     Claim("C7", _T, r"From zero initialization, after $s$ steps of its class (Lemma 5 samples that class at every "
           r"step), a class row is $w_k = h_s (M e_n - \mathbf 1)$ with "
-          r"$h_{s+1} = h_s + \eta_Y / (e^{M h_s} + M - 1)$.",
-          "App. D.2, Lemma 5, Eqn 31-33; formula reconstructed by this book", _CH[3]),
+          r"$h_{s+1} = h_s + \eta_Y / (e^{M h_s} + M - 1)$."
+          r" The formula is this book's reconstruction.",
+          "App. D.2, Lemma 5, Eqn 31-33", _CH[3]),
     Claim("C8", _T, r"The continuous solution $(e^{Mh} - 1)/M + (M - 1) h = \eta_Y s$ tracks the discrete recursion "
-          r"(Figure 8).", "App. D.3, Lemmas 6-7, Eqn 45, Remark 2, Fig. 8; formula reconstructed by this book", _CH[3]),
+          r"(Figure 8)."
+          r" The formula is this book's reconstruction.", "App. D.3, Lemmas 6-7, Eqn 45, Remark 2, Fig. 8", _CH[3]),
     Claim("C9", _T, r"Under Assumption 2, from $Y(0) = 0$ with classes sampled uniformly, the back-propagated gradient "
-          r"after $t$ steps is $\gamma(t) \big(\iota_n \tilde f_n - \sum_{n' \ne n} \beta_{nn'} \tilde f_{n'}\big)$.",
-          "Sec. 4, Theorem 1, Eqn 9; formula reconstructed by this book", _CH[3]),
+          r"after $t$ steps is $\gamma(t) \big(\iota_n \tilde f_n - \sum_{n' \ne n} \beta_{nn'} \tilde f_{n'}\big)$."
+          r" The formula is this book's reconstruction.",
+          "Sec. 4, Theorem 1, Eqn 9", _CH[3]),
     Claim("C10", _T, r"Under Assumption 2 the coefficient $\xi_n(t)$ is positive for every class $n$ and every $t$ "
           r"(the proof uses that each class overlaps another, which it reads out of Assumption 2).",
           "Sec. 4, Theorem 1(a); App. D.5, Lemma 16", _CH[3]),
     Claim("C11", _T, r"The speed-control coefficient $\gamma(t)$ grows like $\eta_Y t / K$ early and decays like "
           r"$K \ln(M \eta_Y t / K) / (\eta_Y t)$ late, with the transition near $t_0 \sim K \ln M / \eta_Y$ (the paper "
-          r"prints the late form as $K \ln(\eta_Y t / K) / (\eta_Y t)$; $M$ inside the logarithm is this book's).",
-          "Sec. 4, Theorem 1(b); App. D.3, Lemma 9; formula reconstructed by this book", _CH[3]),
+          r"prints the late form as $K \ln(\eta_Y t / K) / (\eta_Y t)$; $M$ inside the logarithm is this book's)."
+          r" The formula is this book's reconstruction.",
+          "Sec. 4, Theorem 1(b); App. D.3, Lemma 9", _CH[3]),
     Claim("C12", _T, r"Equal off-diagonal overlaps $E = \rho$ act as an effective decoder learning rate "
-          r"$\eta_Y (1 - \rho)$ for the original (unmodified) dynamics of Eqn 7 with uniformly sampled classes.",
-          "App. D.2, Remark 1, Eqn 40-43; formula reconstructed by this book", _CH[3]),
+          r"$\eta_Y (1 - \rho)$ for the original (unmodified) dynamics of Eqn 7 with uniformly sampled classes."
+          r" The formula is this book's reconstruction.",
+          "App. D.2, Remark 1, Eqn 40-43", _CH[3]),
     Claim("C13", _T, r"Under the reparameterized dynamics the decoder approaches the critical point of Eqn 7 at rate "
-          r"$O(1/t)$.",
-          "App. D.4, Corollary 1 (its statement and rate were lost in extraction: this book's reconstruction)", _CH[3]),
+          r"$O(1/t)$."
+          r" Its statement and rate are this book's reconstruction.",
+          "App. D.4, Corollary 1", _CH[3]),
     Claim("C14", _T, r"With classes sampled uniformly, class visit counts concentrate around $t/K$ (Hoeffding).",
           "App. D.4, Lemma 10, Remark 4", _CH[3]),
-    Claim("C15", _T, r"The attention logits follow Eqn 10 and move only through overlap between classes.",
-          "Sec. 5, Lemma 4, Eqn 10 (the lemma's statement was lost in extraction; proof in App. E); "
+    Claim("C15", _T, r"The attention logits follow Eqn 10 and move only through overlap between classes."
+          r" Eqn 10's form is this book's reconstruction.",
+          "Sec. 5, Lemma 4, Eqn 10 (proof in App. E); "
           "'only through overlap' is this book's reading of Eqn 10", _CH[4]),
     Claim("C16", _T, r"The logits of distinct tokens increase: "
-          r"$\dot z_{ml} = \eta_Z \gamma \xi_n \tilde f_{nl}^2 > 0$.",
-          "Sec. 5, Theorem 2(a); formula reconstructed by this book", _CH[4]),
+          r"$\dot z_{ml} = \eta_Z \gamma \xi_n \tilde f_{nl}^2 > 0$."
+          r" The formula is this book's reconstruction.",
+          "Sec. 5, Theorem 2(a)", _CH[4]),
     Claim("C17", _T, r"If there is a single common token and at least one next token has a distinct token, the common "
           r"token's logit decreases.", "Sec. 5, Theorem 2(b)", _CH[4]),
     Claim("C18", _T, r"In the symmetric case of Corollary 2 (one query token, symmetric classes, common tokens with a "
           r"class-independent $\mathbb P(l \mid n)$, $Z(0) = 0$) all common tokens' logits decrease; without symmetry "
           r"this can fail (the paper only calls the general case 'quite involved').",
-          "App. E, Corollary 2; the counterexample without symmetry is this book's", _CH[4]),
+          "App. E, Corollary 2; the case without symmetry is this book's", _CH[4]),
     Claim("C19", _T, r"The relative gain of two distinct tokens grows by the growth factor: "
-          r"$r_{l/l' \mid n}(t) = r_{l/l' \mid n}(0)\, \chi_l(t)$.",
-          "Sec. 5, Theorem 3, Eqn 11; formula reconstructed by this book", _CH[5]),
+          r"$r_{l/l' \mid n}(t) = r_{l/l' \mid n}(0)\, \chi_l(t)$."
+          r" The formula is this book's reconstruction.",
+          "Sec. 5, Theorem 3, Eqn 11", _CH[5]),
     Claim("C20", _T, r"If a distinct token $l_0$ dominates at $t = 0$ and the logits of its class's common tokens do "
           r"not grow, its growth factor is bounded by $e^{2 \tilde f^2_{nl_0}(0) B_n} \le \chi_{l_0} \le e^{2 B_n}$, "
-          r"and its relative gain and attention increase monotonically.",
-          "Sec. 5, Theorem 3, Eqn 12; formula reconstructed by this book", _CH[5]),
+          r"and its relative gain and attention increase monotonically."
+          r" The formula is this book's reconstruction.",
+          "Sec. 5, Theorem 3, Eqn 12", _CH[5]),
     Claim("C21", _T, r"Frequency bias: from $Z(0) = 0$ the most frequent distinct token dominates, and the others "
           r"drop in order of increasing $\mathbb P(l \mid n)$.",
-          "Sec. 5 (after Theorem 3, 'Self-attention as an algorithm of token scanning'); Abstract", _CH[5]),
+          "Sec. 5 (after Theorem 3, on token scanning); Abstract", _CH[5]),
     Claim("C22", _T, r"Initial value as prior: the initial logits decide which distinct token wins; the winning token "
           r"is $\arg\max_l \mathbb P(l \mid n)\, e^{z_{ml}(0)}$ (this book's formula, from Theorem 3's dominance "
-          r"condition).", "Sec. 5 (after Theorem 3, 'Initial value as prior information')", _CH[5]),
+          r"condition).", "Sec. 5 (after Theorem 3, on the initial value as a prior)", _CH[5]),
     Claim("C23", _T, r"If $\xi_n$ decays slowly (the paper's example was lost in extraction; this book takes $\xi_n$ "
           r"bounded away from 0), $B_n$ grows without bound and the attention becomes winner-take-all.",
           "Sec. 6 (first paragraph)", _CH[5]),
@@ -169,14 +182,14 @@ CLAIMS: tuple[Claim, ...] = (
           r"variables)", _CH[6]),
     Claim("C32", _T, r"The simplified dynamics of Eqn 13 (the paper's qualitative estimation; $e^{4z}$ in this book's "
           r"reconstruction) match the exact symmetric system up to an $O(1)$ constant.",
-          "Sec. 6, Eqn 13 (the approximation is the paper's; its test against the exact system is this book's)",
+          "Sec. 6, Eqn 13 (the estimate is the paper's; its test against the exact system is this book's)",
           _CH[6]),
     Claim("C33a", _T, r"With a residual connection, approximately, only classes that share a query interact: the "
           r"attention of a query moves only through classes of that query (a sketch the paper leaves to future work).",
-          "Sec. 7, 'Residue connection' (first half of C33)", _CH[9]),
+          "Sec. 7, on the residual (first half of C33)", _CH[9]),
     Claim("C33b", _T, r"With a residual connection distinct and common tokens become local to a query: each token's "
           r"fate (rise or fall) follows the classes of its own query.",
-          "Sec. 7, 'Residue connection' (second half of C33)", _CH[9]),
+          "Sec. 7, on the residual (second half of C33)", _CH[9]),
     Claim("C34", _T, r"A smaller $\eta_Y$ at fixed $\eta_Z$ gives a later transition and a larger growth factor "
           r"(Figure 3, which the paper calls a numerical simulation).", "Sec. 6, Fig. 3", _CH[6]),
     Claim("C35", _E, r"On Syn-Small the attention becomes sparse during training (Figure 4), which this book reads as: "
