@@ -81,10 +81,9 @@ _CH = manifest.CHAPTERS
 _T, _E = "theory", "experiment"
 
 CLAIMS: tuple[Claim, ...] = (
-    Claim("C1", _T, r"The gradients of $Y$ and $Z$ have the closed form of Lemma 1: "
+    Claim("C1", _T, r"The gradients of $Y$ and $Z$ in Lemma 1's closed form (this book's reconstruction): "
           r"$\dot Y = \eta_Y \tilde f (e_n - \alpha)^\top$ and, for the query row, "
-          r"$\dot z_{x_T} = \eta_Z\, \mathrm{diag}(f) P^\perp_{\tilde f} Y (e_n - \alpha) / \lVert f \rVert_2$."
-          r" The formula is this book's reconstruction.",
+          r"$\dot z_{x_T} = \eta_Z\, \mathrm{diag}(f) P^\perp_{\tilde f} Y (e_n - \alpha) / \lVert f \rVert_2$.",
           "Sec. 3.1, Lemma 1, Eqn 3-4", _CH[1]),
     Claim("C2", _T, r"Only the query's row of $Z$ is updated, and the attention depends on that row only.",
           "Sec. 3.1, Lemma 1, Eqn 4", _CH[1]),
