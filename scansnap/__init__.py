@@ -4,7 +4,9 @@ Modules, one per concept, from the bottom up:
 
 * the setting: :mod:`~scansnap.data` (sequence classes, Lemma 2's limit), :mod:`~scansnap.model` (the Y/Z
   model, Lemma 1's gradients), :mod:`~scansnap.model_options` (residual, positional bias, heads: Sec. 7),
-  :mod:`~scansnap.positions`, :mod:`~scansnap.heads`, :mod:`~scansnap.metrics` (entropy, recall, freeze rate);
+  :mod:`~scansnap.positions`, :mod:`~scansnap.heads`, :mod:`~scansnap.metrics` (entropy, recall, freeze rate),
+  :mod:`~scansnap.freeze` (whether an attention map has frozen: the snap; scan and snap together, P1's measures with
+  their control, are :func:`scansnap.experiments.scan_snap_rules.scan_snap_run`);
 * training: :mod:`~scansnap.train` (the trainer), :mod:`~scansnap.sweep` (learning-rate grids in one batched run);
 * theory: :mod:`~scansnap.theory` (one module per result: closed forms and ODEs);
 * real data: :mod:`~scansnap.wikitext` (verified WikiText-2), :mod:`~scansnap.lm` and :mod:`~scansnap.lm_train`

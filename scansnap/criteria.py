@@ -6,6 +6,7 @@ written)."""
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from scansnap._checks import check_choice
@@ -37,6 +38,10 @@ class Criterion:
 
     def __post_init__(self) -> None:
         check_choice(f"{self.name}: op", self.op, (">=", "<="))
+        for what, value in (("verified", self.verified), ("partly", self.partly)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                                      or not math.isfinite(value)):
+                raise ValueError(f"{self.name}: the {what} threshold must be a finite number; got {value!r}")
         if self.partly is not None:
             looser = self.partly <= self.verified if self.op == ">=" else self.partly >= self.verified
             if not looser:

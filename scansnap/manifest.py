@@ -1,4 +1,4 @@
-"""The book"s manifest: every chapter and every experiment, declared as data.
+"""The book's manifest: every chapter and every experiment, declared as data.
 
 This is the one registry of the book (nothing finds experiments by file name). Each :class:`Module` is one module
 of :mod:`scansnap.experiments` (``scansnap.experiments.<name>``) with the chapter that shows its experiments, its
@@ -12,9 +12,9 @@ Reading it imports nothing of the library, so it is cheap:
 
 >>> from scansnap import manifest
 >>> manifest.entry("ch7-sweep").chapter, manifest.owner("fig-paper-6").id
-(7, "ch7-sweep")
+(7, 'ch7-sweep')
 >>> manifest.docname(7)
-"book/chapters/07-syn-medium"
+'book/chapters/07-syn-medium'
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ CHAPTERS: dict[int, str] = {
     8: "book/chapters/08-wikitext",
     9: "book/chapters/09-beyond",
 }
-"""Chapter number -> the page (docname) of that chapter: the one place the book"s chapters are named."""
+"""Chapter number -> the page (docname) of that chapter: the one place the book's chapters are named."""
 
 
 @dataclass(frozen=True)
@@ -188,7 +188,7 @@ MODULES: tuple[Module, ...] = (
 
 
 def module_name(module: Module) -> str:
-    """The module"s import name: ``"scansnap.experiments.ch07_syn_medium"``."""
+    """The module's import name: ``"scansnap.experiments.ch07_syn_medium"``."""
     return f"{PACKAGE}.{module.name}"
 
 
@@ -211,6 +211,9 @@ def _choose(what: str, value: str, options: dict) -> None:
 
 def entry(experiment_id: str) -> Entry:
     """The entry of experiment ``experiment_id``."""
+    if experiment_id not in entries() and isinstance(experiment_id, str) and experiment_id in _figures():
+        raise ValueError(f"experiment id: {experiment_id!r} is a figure id, made by experiment "
+                         f"{_figures()[experiment_id].id!r} (scansnap.experiments.resolve takes either)")
     _choose("experiment id", experiment_id, entries())
     return entries()[experiment_id]
 

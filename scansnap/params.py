@@ -187,7 +187,11 @@ def phrase(config: object, name: str, value: Any) -> str:
     words = declared(type(config), name, "words")
     if words is None:
         return f"{name} = {value}"
-    return words(value) if callable(words) else words.format(value)
+    try:
+        return words(value) if callable(words) else words.format(value)
+    except (ValueError, TypeError, IndexError, KeyError, AttributeError) as e:
+        raise ValueError(f"{name}: its protocol wording {words!r} cannot word the value {value!r} ({e}); a format "
+                         f"string needs one {{}} that fits the value (e.g. {{:g}} for a float)") from e
 
 
 def validate(config: object) -> None:

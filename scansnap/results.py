@@ -53,6 +53,18 @@ class Config:
     value itself (e.g. ``{self.etas[0]}``)."""
 
     def __post_init__(self) -> None:
+        forgot = [name for name in dir(type(self)) if isinstance(getattr(type(self), name, None), dataclasses.Field)]
+        if forgot:
+            raise ValueError(f"{type(self).__name__}: {forgot} are declared with param() but the class is not a "
+                             f"dataclass: decorate it with @dataclass(frozen=True)")
+        for f in dataclasses.fields(self):  # a list for a tuple field: kept as a tuple (hashable, reloads equal)
+            if isinstance(getattr(self, f.name), list):
+                object.__setattr__(self, f.name, tuple(getattr(self, f.name)))
+        named = {f.name for f in dataclasses.fields(self)}
+        for what, listed in (("GATED", self.GATED), ("NOT_GATED", tuple(self.NOT_GATED))):
+            unknown = sorted(set(listed) - named)
+            if unknown:
+                raise ValueError(f"{what}: {type(self).__name__} names {unknown}, not its fields ({sorted(named)})")
         params.validate(self)
         self.validate()
 
@@ -66,7 +78,11 @@ class Config:
         return cls(**cls.PRESETS.get(profile, {}))
 
     def replace(self, **changes: Any):
-        """A copy with ``changes`` (validated again)."""
+        """A copy with ``changes`` (validated again); a name that is not a field is an error naming the fields."""
+        named = [f.name for f in dataclasses.fields(self)]
+        unknown = sorted(set(changes) - set(named))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a field of {type(self).__name__}; its fields are {named}")
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

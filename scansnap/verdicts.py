@@ -350,6 +350,9 @@ class Rule:
                 criteria give, the verdict is inconclusive with this reason (a rule cannot tell a claim from its
                 alternative on an effect that never happened).
         """
+        if not all(hasattr(config, a) for a in ("protocol", "cuts", "GATED")):
+            raise ValueError(f"config: the rule for {self.claim} is judged under the run's configuration (a "
+                             f"scansnap.results.Config); got {type(config).__name__}")
         level, outcome, detail = self.level(measures), Outcome.CRITERIA, ""
         protocol = config.protocol() + (f"; {scope}" if scope else "")
         if not protocol.strip():

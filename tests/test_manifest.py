@@ -86,3 +86,24 @@ def test_a_module_that_disagrees_with_its_entry_is_refused() -> None:
     missing = manifest.Module(real.name, real.chapter, real.experiments, real.rules[:-1])
     with pytest.raises(ValueError, match="RULES"):
         experiments._import(missing)
+
+
+def test_make_refuses_an_experiment_outside_the_manifest_before_running_it(tmp_path: Path) -> None:
+    """An :class:`Experiment` of a user's own runs and is judged directly; ``make`` (which publishes to a chapter)
+    refuses it up front with what to do, instead of failing after the run on an unknown id."""
+    import dataclasses
+
+    ran = []
+    mine = dataclasses.replace(experiments.get("ch1-synsmall"), id="my-own",
+                               run=lambda config, progress: ran.append(config))
+    with pytest.raises(ValueError, match=names("target") + r".*'my-own' is not in scansnap\.manifest.*experiment\.run"):
+        experiments.make(mine, profile="smoke", out=tmp_path)
+    assert ran == [] and not (tmp_path / "results").exists()
+    with pytest.raises(ValueError, match=names("target")):
+        experiments.publish(mine, mine.config.preset("smoke"), None, 0.0, profile="smoke", out=tmp_path)
+
+
+def test_a_figure_id_given_for_an_experiment_id_names_its_experiment() -> None:
+    with pytest.raises(ValueError, match=names("experiment id") + r": 'fig-paper-6' is a figure id, made by experiment "
+                                                                  r"'ch7-sweep'"):
+        experiments.get("fig-paper-6")

@@ -132,3 +132,12 @@ def test_every_field_is_checked_where_it_is_declared_or_by_validate(cls) -> None
     loose = [f.name for f in dataclasses.fields(cls) if declared(cls, f.name, "check") is None
              and f"self.{f.name}" not in reads and f.name not in UNCHECKED]
     assert not loose, f"{cls.__qualname__}: fields with no check: {loose}"
+
+
+def test_a_wording_that_cannot_word_its_value_names_the_field() -> None:
+    @dataclass(frozen=True)
+    class Bad(Config):
+        rate: float = param(0.5, Positive(), "rate {:d}")
+
+    with pytest.raises(ValueError, match=r"^rate: its protocol wording 'rate \{:d\}' cannot word the value 0\.5"):
+        Bad().protocol()

@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import names
 
-from scansnap import results
+from scansnap import params, results
 from scansnap._checks import check_int
 from scansnap.results import Config
 
@@ -108,3 +108,41 @@ def test_every_difference_between_book_and_paper_presets_is_gated_or_said_not_to
     assert not both, f"{cls.__qualname__}: {both} both gated and not"
     fields = {f.name for f in dataclasses.fields(cls)}
     assert set(cls.GATED) <= fields and set(cls.NOT_GATED) <= fields
+
+
+@dataclass(frozen=True)
+class Declared(results.Config):
+    steps: int = params.param(10, params.Int(low=1), "{} steps")
+    seeds: tuple[int, ...] = params.param((1, 2), params.Seeds(), params.seed_list)
+    GATED = ("steps",)
+
+
+def test_replace_names_an_unknown_field_and_its_fields() -> None:
+    with pytest.raises(ValueError, match=r"^seed: not a field of Declared; its fields are \['steps', 'seeds'\]"):
+        Declared().replace(seed=3)
+
+
+def test_a_list_for_a_tuple_field_is_kept_as_a_tuple(tmp_path: Path) -> None:
+    """A list given for a tuple field is stored as a tuple: the configuration stays hashable and its saved result
+    reloads equal to it."""
+    c = Declared(seeds=[3, 4])
+    assert c.seeds == (3, 4) and c == Declared(seeds=(3, 4)) and hash(c) == hash(Declared(seeds=(3, 4)))
+    assert Declared().replace(seeds=[5]).seeds == (5,)
+
+
+def test_a_gated_name_that_is_no_field_is_refused_when_made() -> None:
+    @dataclass(frozen=True)
+    class Typo(results.Config):
+        steps: int = params.param(10, params.Int(low=1))
+        GATED = ("step",)
+
+    with pytest.raises(ValueError, match=r"^GATED: Typo names \['step'\], not its fields \(\['steps'\]\)"):
+        Typo()
+
+
+def test_a_config_declared_with_param_but_not_a_dataclass_is_refused() -> None:
+    class Bare(results.Config):  # @dataclass(frozen=True) forgotten: steps would be a dataclasses.Field
+        steps: int = params.param(10, params.Int(low=1))
+
+    with pytest.raises(ValueError, match=r"^Bare: \['steps'\] .* @dataclass\(frozen=True\)"):
+        Bare()

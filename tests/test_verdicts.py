@@ -247,6 +247,14 @@ def test_criterion_rejects_thresholds_in_the_wrong_order() -> None:
         Criterion("err", "error", "==", 1.0)
 
 
+@pytest.mark.parametrize("bad", [math.nan, -math.inf, "0.5", True])
+def test_criterion_rejects_a_threshold_that_is_not_a_finite_number(bad) -> None:
+    with pytest.raises(ValueError, match=r"^share: the verified threshold must be a finite number"):
+        at_least("share", "share of rows", bad)
+    with pytest.raises(ValueError, match=r"^share: the partly threshold must be a finite number"):
+        at_least("share", "share of rows", 0.9, bad)
+
+
 @dataclass(frozen=True)
 class AB:
     """Two test measures."""
@@ -283,6 +291,12 @@ def test_rule_rejects_other_measures_and_non_numbers() -> None:
         rule.judge(Full(), Full())
     with pytest.raises(ValueError, match=r"^measures\.a:"):
         rule.judge(AB("small", 0.0), Full())
+
+
+def test_judge_refuses_a_configuration_that_is_not_one() -> None:
+    rule = Rule("C1", "derivation", AB, (at_most("a", "error", 1e-10),), "wrong")
+    with pytest.raises(ValueError, match=r"^config: the rule for C1 is judged .* got dict"):
+        rule.judge(AB(0.0, 0.0), {"steps": 100})
 
 
 def test_judge_returns_a_verdict_with_rule_numbers_and_protocol() -> None:

@@ -15,6 +15,13 @@ re-makes come from one piece of code:
 typed result (``<out>/results/<experiment id>.npz``), plots every figure of the experiment and saves
 each with its data and provenance (:func:`scansnap.figures.save`). Verdicts are not recorded here: a
 chapter calls ``experiment.verdicts(made.result)`` and records them (:func:`scansnap.book.record`).
+
+:func:`make` publishes only the experiments of :mod:`scansnap.manifest` (their figures belong to a chapter). An
+:class:`Experiment` of your own (its configuration a :class:`scansnap.results.Config`, its rules
+:class:`~scansnap.verdicts.Rule` objects) needs no registration to be run and judged: ``result =
+experiment.run(config, None)``, ``experiment.verdicts(result)``, ``spec.plot(result)`` for each of its figures and
+:func:`scansnap.results.save`; adding it to the book means a module under ``scansnap/experiments/`` and an entry in
+:mod:`scansnap.manifest`.
 """
 
 from __future__ import annotations
@@ -135,6 +142,17 @@ def resolve(target: str | Experiment) -> Experiment:
     raise AssertionError("unreachable")
 
 
+def _registered(exp: Experiment) -> Experiment:
+    """``exp``, refused unless :mod:`scansnap.manifest` lists it: its figures are published to the chapter the
+    manifest gives it, with the ``reproduce`` command that re-makes them."""
+    if exp.id not in manifest.entries():
+        raise ValueError(f"target: experiment {exp.id!r} is not in scansnap.manifest, so make() and publish() cannot "
+                         f"publish it (its chapter and its figures' reproduce command come from there). Outside the "
+                         f"book, call it directly: result = experiment.run(config, None); experiment.verdicts(result); "
+                         f"scansnap.results.save(result, path); spec.plot(result) for each FigureSpec")
+    return exp
+
+
 def make(
     target: str | Experiment,
     config: Any = None,
@@ -146,13 +164,16 @@ def make(
     """Run an experiment, save its result, and make and save every one of its figures.
 
     Args:
-        target: an :class:`Experiment`, its id, or the id of one of its figures.
-        config: its configuration (default: the preset of ``profile``).
+        target: an :class:`Experiment` of :mod:`scansnap.manifest`, its id, or the id of one of its figures (an
+            experiment of your own, outside the manifest, is refused before it runs: call its ``run``,
+            ``verdicts`` and figures' ``plot`` directly, and :func:`scansnap.results.save` its result).
+        config: its configuration (default: the preset of ``profile``; a custom one:
+            ``experiment.config.preset("smoke").replace(seeds=(3, 4), steps=12)``).
         profile: ``smoke``, ``book`` or ``paper`` (default: the active profile); recorded in the provenance.
         out: artifacts folder (default ``$SCANSNAP_ARTIFACTS`` or ``_extra``).
         progress: called once per unit of work (``experiment.work(config)`` units in all).
     """
-    exp = resolve(target)
+    exp = _registered(resolve(target))
     profile = profiles.current() if profile is None else check_choice("profile", profile, profiles.PROFILES)
     config = exp.config.preset(profile) if config is None else config
     if not isinstance(config, exp.config):
@@ -168,6 +189,7 @@ def publish(exp: Experiment, config: Any, result: Any, wall_time_s: float, *, pr
     """Save ``result`` (made by ``exp.run(config)`` in ``wall_time_s`` seconds) and make and save every figure of
     ``exp`` from it: what :func:`make` does after the run, and what a page does with a stored run
     (:func:`scansnap.store.load`). ``protocol``: the figures' protocol text (default ``config.protocol()``)."""
+    _registered(exp)
     folder = artifacts_dir() if out is None else Path(out)
     results.save(result, folder / "results" / f"{exp.id}.npz")
     made_figures, records = {}, {}

@@ -97,12 +97,32 @@ def scan_snap(f: torch.Tensor, log_chi: np.ndarray, common: np.ndarray, t: np.nd
 
 def scan_snap_run(f: torch.Tensor, classes: SequenceClasses, log_chi: np.ndarray, t: np.ndarray, eta_Y: np.ndarray,
                   eta_Z: np.ndarray, window: float) -> ScanSnapRun:
-    """P1's measures of a training run (``f`` ``(S, C, K, M)``, ``log_chi`` ``(S, C)``, ``t`` ``(S,)``; ``window``:
-    the windows' length in steps) and of its control, the median over :data:`SHUFFLES` seeded shuffles of the
+    """P1's measures of a training run (``f`` ``(S, C, K, M)``, ``log_chi`` ``(S, C)``, ``t`` ``(S,)``, ``eta_Y``,
+    ``eta_Z`` ``(C,)``; ``window``: the windows' length in steps, short enough that the first and the last window
+    do not overlap) and of its control, the median over :data:`SHUFFLES` seeded shuffles of the
     checkpoints' order (the steps stay where they are; the control's rates: those of the run its shuffles pick
-    most often)."""
+    most often).
+
+    From a :class:`scansnap.train.History` ``h`` on ``classes`` (Chapter 6 does this for class 0):
+    ``Z = theory.logits_from_attention(h.attention, classes)``; the class's query ``q = classes.query[n]`` and
+    dominant distinct token ``l0 = theory.dominant_token(classes.probs[n].numpy(), Z[0, 0, q].numpy(),
+    classes.distinct(n).numpy())``; then ``log_chi = np.log(theory.growth_factor(Z[:, :, q, l0].numpy(),
+    Z[0, :, q, l0].numpy()))`` and ``t = h.steps.numpy()``.
+    """
+    S, C = int(f.shape[0]), int(f.shape[1]) if f.ndim == 4 else -1
+    t = np.asarray(t, dtype=float)
+    for name, value, shape in (("log_chi", log_chi, (S, C)), ("t", t, (S,)), ("eta_Y", eta_Y, (C,)),
+                               ("eta_Z", eta_Z, (C,))):
+        if np.shape(value) != shape:
+            raise ValueError(f"{name}: must have shape {shape} (f is (S, C, K, M) = {tuple(f.shape)}); got "
+                             f"{np.shape(value)}")
+    if S < 3 or not (np.diff(t) > 0).all():
+        raise ValueError(f"t: must be at least 3 increasing checkpoint steps; got {t.tolist()}")
+    early, late = _windows(t, window) if window > 0 else ((0.0, 0.0), (0.0, 0.0))
+    if not (window > 0 and early[0] < early[1] <= late[0] < late[1]):
+        raise ValueError(f"window: must be > 0 and short enough that the first window {early} ends before the last "
+                         f"{late} starts (t {t[0]:g} .. {t[-1]:g}); got {window!r}")
     common = metrics.token_mass(f, classes)["common"].mean(-1).numpy()
-    early, late = _windows(t, window)
     real = scan_snap(f, log_chi, common, t, eta_Y, eta_Z, early, late)
     draws = []
     for seed in range(SHUFFLES):
