@@ -208,7 +208,8 @@ def _verdict_block(v: Verdict, row: LedgerRow, base: str) -> str:
     link = v.link or f"{row.claim.chapter}.html"
     items = [f"rule: {_e(v.rule)}", f"protocol: {_e(v.protocol)}" + (f" (profile {_e(v.profile)})" if v.profile
                                                                      else ""),
-             f"numbers: {_e(numbers_text(v.numbers))}"]
+             f"numbers: {_e(numbers_text(v.numbers))}" + (f" (the criteria alone: {_e(v.criteria_level)})"
+                                                          if v.criteria_level else "")]
     if v.control_level:
         items.append(f"control ({_e(v.control_level)}): {_e(numbers_text(v.control))}")
     if v.details:

@@ -19,7 +19,7 @@ import json
 import types
 import typing
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from scansnap import params, profiles
 from scansnap._checks import check_choice
 from scansnap._io import atomic_write, jsonable
 
-__all__ = ["AsMade", "Config", "Cut", "load", "save"]
+__all__ = ["AsMade", "Config", "Cut", "Judged", "load", "save"]
 
 R = TypeVar("R")
 _META = "__meta__"
@@ -152,11 +152,26 @@ class Cut:
         return cls(name, mine, ref, phrase) if cut else None
 
 
+class Judged(Protocol):
+    """What :meth:`scansnap.verdicts.Rule.judge` reads of a run's configuration (:class:`Config`, or :class:`AsMade`
+    where the run's own record adds cuts)."""
+
+    @property
+    def GATED(self) -> tuple[str, ...]:  # noqa: N802 (a configuration's class constant, read-only here)
+        """The fields whose cut from the paper's protocol labels a verdict (:attr:`Config.GATED`)."""
+
+    def protocol(self) -> str:
+        """How the run was made, in words."""
+
+    def cuts(self) -> tuple[Cut, ...]:
+        """What the run cut from the paper's protocol."""
+
+
 @dataclasses.dataclass(frozen=True)
 class AsMade:
     """A configuration with the cuts its run's own record adds (what the configuration alone does not fix, e.g. the
     training text a stored run had, or runs that had not converged): what :meth:`scansnap.verdicts.Rule.judge`
-    reads in place of the configuration (:class:`scansnap.verdicts.Judged`)."""
+    reads in place of the configuration (:class:`Judged`)."""
 
     config: Config
     extra: tuple[Cut, ...] = ()

@@ -46,7 +46,7 @@ STYLE = ("<style>\n" + f"""{_BOX} {{ container-type: inline-size; margin: .5em 0
   line-height: 1.45; text-decoration: none; white-space: nowrap; }}
 {_BOX} a.sv-chip:hover, {_BOX} a.sv-chip:focus {{ outline: 2px solid #0969da; text-decoration: none; }}
 {_BOX} .sv-control .sv-chip {{ font-size: .9em; }}
-{_BOX} .sv-why, {_BOX} .sv-beside {{ display: block; margin-top: .25em; font-size: .85em;
+{_BOX} .sv-why, {_BOX} .sv-beside, {_BOX} .sv-crit {{ display: block; margin-top: .25em; font-size: .85em;
   color: var(--pst-color-text-muted, #555); }}
 {_BOX} ul.sv-nums {{ list-style: none; margin: .2em 0 0; padding: 0; }}
 {_BOX} ul.sv-nums li {{ margin: 0; padding-left: 1.2em; text-indent: -1.2em; }}
@@ -271,6 +271,8 @@ class VerdictTable:
               + ('<span class="sv-beside">beside the headline</span>' if beside else ""))
         q = v.qualification()
         why = f'<a class="sv-why" href="#{anchors[q]}">{_e(_head(v))} (below)</a>' if q else ""
+        if v.criteria_level:
+            why += f'<span class="sv-crit">the criteria alone: {_e(v.criteria_level)}</span>'
         cells = [("evidence", "sv-ev", ev),
                  ("verdict", "sv-level", self._chip(v.level, v.claim) + why),
                  ("numbers", "sv-nums", self._numbers(v.number_pairs()))]
@@ -308,6 +310,7 @@ class VerdictTable:
         lines = [cols, "|---" * cols.count(" |") + "|"]
         for v in self.verdicts:
             why = f" ({_head(v)}, below)" if v.qualification() else ""
+            why += f"; the criteria alone: {v.criteria_level}" if v.criteria_level else ""
             cells = [f"{v.claim} (headline: {self.headlines.get(v.claim, claims.NOT_CHECKED)})", SHORT[v.evidence],
                      f"**{v.level}**{why}", _md(v.number_pairs())]
             if self.has_control:

@@ -41,21 +41,20 @@ import math
 import numbers as _numbers
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from scansnap._checks import check_choice
 from scansnap.criteria import Criterion, at_least, at_most
 from scansnap.outcomes import INCONCLUSIVE, LEVELS, Level, Outcome, number_text, numbers_text, worst
 
 if TYPE_CHECKING:
-    from scansnap.results import Cut
+    from scansnap.results import Judged
 
 __all__ = [
     "CONTROL_STEP0",
     "EVIDENCE",
     "INCONCLUSIVE",
     "LEVELS",
-    "Judged",
     "Level",
     "Outcome",
     "THEORY_KINDS",
@@ -69,21 +68,6 @@ __all__ = [
     "numbers_text",
     "worst",
 ]
-
-
-class Judged(Protocol):
-    """What :meth:`Rule.judge` reads of a run's configuration (:class:`scansnap.results.Config`, or
-    :class:`scansnap.results.AsMade` where the run's own record adds cuts)."""
-
-    @property
-    def GATED(self) -> tuple[str, ...]:  # noqa: N802 (a configuration's class constant, read-only here)
-        """The fields whose cut from the paper's protocol labels a verdict (:attr:`scansnap.results.Config.GATED`)."""
-
-    def protocol(self) -> str:
-        """How the run was made, in words."""
-
-    def cuts(self) -> tuple[Cut, ...]:
-        """What the run cut from the paper's protocol."""
 
 
 EVIDENCE = {
@@ -130,6 +114,9 @@ class Verdict:
         profile: the profile the verdict was recorded under (set by :func:`scansnap.claims.record`).
         outcome: what decided the level (:class:`Outcome`): ``CRITERIA`` for a verdict the criteria gave, else why
             it is inconclusive (what code reads; :attr:`reason` is its words).
+        criteria_level: for an inconclusive verdict, the level its criteria alone gave on the run's numbers (what
+            the run says before its control, a cut the mechanism depends on or too small an effect undecided it);
+            else "" (the level is the criteria's).
     """
 
     claim: str
@@ -148,6 +135,7 @@ class Verdict:
     premise: str = ""
     profile: str = ""
     outcome: Outcome = Outcome.CRITERIA
+    criteria_level: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "level", Level(check_choice("level", self.level, [*map(str, Level)])))
@@ -161,13 +149,18 @@ class Verdict:
                              f"other than the criteria and its reason, any other none (a verdict recorded before "
                              f"outcomes were stored: remove <artifacts>/verdicts, e.g. _extra/verdicts, and build "
                              f"again)")
+        if self.criteria_level and (decided or check_choice("criteria_level", self.criteria_level,
+                                                            [*map(str, Level)]) == Level.INCONCLUSIVE):
+            raise ValueError(f"criteria_level: only an inconclusive verdict has one, a level its criteria can give; "
+                             f"{self.claim} ({self.evidence}) is {self.level!s} with {self.criteria_level!r}")
 
     def undecided(self, outcome: Outcome, detail: str = "") -> Verdict:
         """This verdict made inconclusive for ``outcome`` (not ``CRITERIA``), its reason ``"<outcome>: <detail>"``."""
         if outcome is Outcome.CRITERIA:
             raise ValueError("outcome: an undecided verdict needs a reason other than the criteria")
         return dataclasses.replace(self, level=Level.INCONCLUSIVE, outcome=outcome,
-                                   reason=f"{outcome}: {detail.strip()}" if detail.strip() else str(outcome))
+                                   reason=f"{outcome}: {detail.strip()}" if detail.strip() else str(outcome),
+                                   criteria_level=self.criteria_level or str(self.level))
 
     def stamped(self, profile: str) -> Verdict:
         """This verdict with ``recorded`` set to now and ``profile`` set."""
@@ -175,8 +168,11 @@ class Verdict:
         return dataclasses.replace(self, recorded=now, profile=profile)
 
     def summary(self) -> str:
-        """The numbers the rule used, e.g. ``"max_error = 4.4e-16; instances = 200"``, then the control's."""
+        """The numbers the rule used, e.g. ``"max_error = 4.4e-16; instances = 200"`` (for an inconclusive verdict,
+        then ``" (the criteria alone: verified)"``), then the control's."""
         text = numbers_text(self.numbers)
+        if self.criteria_level:
+            text += f" (the criteria alone: {self.criteria_level})"
         if self.control_level:
             text += f" | control ({self.control_level}): {numbers_text(self.control)}"
         return text
@@ -339,8 +335,8 @@ class Rule:
 
         Args:
             measures: an instance of :attr:`measures`.
-            config: the run's configuration (:class:`Judged`): its ``protocol()`` is the verdict's protocol, its
-                ``cuts()`` the protocol labels (training and real data only).
+            config: the run's configuration (:class:`scansnap.results.Judged`): its ``protocol()`` is the verdict's
+                protocol, its ``cuts()`` the protocol labels (training and real data only).
             control: the same measures on the rule's control (required for training and real data).
             scope: which part of the run, appended to the protocol (e.g. ``"plain SGD, Eqn 7"``).
             details: further measured context, formatted from the run.

@@ -172,6 +172,8 @@ def test_a_reduced_protocol_labels_passes_and_fails_alike_and_leaves_undecided_o
     only = VerdictTable.of(made[1:], {})._repr_html_()
     assert "Under a reduced protocol here" in only and "Undecided:" not in only and "would decide" not in only
     assert reasons([_judge("C38", "training-sampled", 0.0, control=1.0)]) == []
+    assert out.count("the criteria alone: ") == 1  # C38's: the only undecided verdict
+    assert "the criteria alone: " in VerdictTable.of(made, {})._repr_markdown_()
 
 
 def test_what_would_decide_names_the_cuts_once_and_the_command_for_its_figure() -> None:

@@ -20,6 +20,7 @@ from scansnap.verdicts import (
     LEVELS,
     TRAINING_KINDS,
     Criterion,
+    Outcome,
     Rule,
     Verdict,
     at_least,
@@ -119,6 +120,7 @@ def test_every_training_rule_is_judged_on_its_control(rule: Rule) -> None:
     verdict carries the control's numbers and level; a rule on training evidence cannot be judged without it."""
     v = _judge(rule, _measures(rule), control=_measures(rule))
     assert (v.level, v.reason, v.control_level) == ("inconclusive", "the control passes too", "verified")
+    assert v.criteria_level == "verified" and "(the criteria alone: verified)" in v.summary()
     assert set(v.control) == {f.name for f in dataclasses.fields(rule.measures)}
     weaker = [c for c in rule.criteria if c.partly is not None]
     if weaker:
@@ -126,7 +128,7 @@ def test_every_training_rule_is_judged_on_its_control(rule: Rule) -> None:
         assert _judge(rule, partly, control=partly).level == "inconclusive"  # same level: inconclusive
         assert _judge(rule, partly, control=_measures(rule)).level == "inconclusive"  # control better
     ok = _judge(rule, _measures(rule), control=_measures(rule, 0))
-    assert (ok.level, ok.control_level, ok.reason) == ("verified", "not reproduced", "")
+    assert (ok.level, ok.control_level, ok.reason, ok.criteria_level) == ("verified", "not reproduced", "", "")
     with pytest.raises(ValueError, match=names("control")):
         rule.judge(_measures(rule), Full())
     assert rule.control.strip() and "Control:" in rule.text()
@@ -327,3 +329,16 @@ def test_worst_orders_inconclusive_between_partly_and_not_reproduced() -> None:
 
 def test_evidence_kinds() -> None:
     assert set(TRAINING_KINDS) < set(EVIDENCE)
+
+
+def test_an_inconclusive_verdict_keeps_what_its_criteria_alone_gave() -> None:
+    """The run's own level survives the outcome that undecides it (a reader of "inconclusive" sees which way the
+    numbers pointed), once: undeciding it again keeps the criteria's level; only an inconclusive verdict has one."""
+    decided = Verdict("C1", "partly verified", "derivation", "rule")
+    once = decided.undecided(Outcome.TOO_SMALL, "no scan")
+    assert (once.level, once.criteria_level) == ("inconclusive", "partly verified")
+    assert once.undecided(Outcome.CONTROL_PASSES).criteria_level == "partly verified"
+    for level, criteria in (("verified", "verified"), ("inconclusive", "inconclusive"), ("inconclusive", "great")):
+        with pytest.raises(ValueError, match="criteria_level"):
+            Verdict("C1", level, "derivation", "rule", criteria_level=criteria,
+                    **({"outcome": Outcome.TOO_SMALL, "reason": "too small"} if level == "inconclusive" else {}))

@@ -18,7 +18,8 @@ import numpy as np
 
 from scansnap import theory
 from scansnap._checks import check_choice
-from scansnap.verdicts import TRAINING_KINDS, Judged, Rule, Verdict, at_least, at_most
+from scansnap.results import Judged
+from scansnap.verdicts import TRAINING_KINDS, Rule, Verdict, at_least, at_most
 
 __all__ = ["CLAIMS", "PERMUTATIONS", "PREMISE_POPULATION", "PREMISE_SAMPLED", "Ordering", "PhaseMeasures",
            "RatioInvariance", "Scanning", "Snapping", "TransitionOrder", "TransitionSlope", "judge", "permutations",
