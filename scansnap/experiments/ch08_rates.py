@@ -81,7 +81,7 @@ STEADY = wst.SteadyStop()
 
 
 @dataclass(frozen=True)
-class Judged:
+class RateAnalysis:
     """What C41 (X7) is judged on: the rates (every rate outside the degenerate regime), the measures, their control
     (the entropy as if it depended on ``eta * t`` only), the matched ``eta * t``, the degenerate rates and the steps
     at which :data:`STEADY` says each run converged (``(R, S)``, -1: not within its stored curve)."""
@@ -94,8 +94,8 @@ class Judged:
     steady: np.ndarray
 
 
-def judged(r: RatesResult) -> Judged:
-    """:class:`Judged` of Figure 10's grid (the rates: those outside the degenerate regime,
+def rate_analysis(r: RatesResult) -> RateAnalysis:
+    """:class:`RateAnalysis` of Figure 10's grid (the rates: those outside the degenerate regime,
     :func:`scansnap.experiments.wikitext_steady.degenerate`; every rate when fewer than ``min_rates`` are, and then
     the verdict is inconclusive)."""
     c = r.config
@@ -105,7 +105,7 @@ def judged(r: RatesResult) -> Judged:
     x, ent, stop = np.asarray(lrs), r.entropy[keep], r.stop[keep]
     eta_t, at_eta = wst.matched(x, ent, stop, c.every)
     null_stop, null_eta = wst.eta_t_null(x, ent, stop, c.every, eta_t)
-    return Judged(lrs, rate_order(lrs, r.final("entropy")[keep], at_eta), rate_order(lrs, null_stop, null_eta),
+    return RateAnalysis(lrs, rate_order(lrs, r.final("entropy")[keep], at_eta), rate_order(lrs, null_stop, null_eta),
                   eta_t, tuple(x for x, b in zip(c.lrs, bad, strict=True) if b),
                   wst.steady_stops(r.heldout_loss, c.every, STEADY))
 
@@ -174,7 +174,7 @@ def convergence_cut(r: RatesResult, steady: np.ndarray) -> tuple[Cut, ...]:
 
 
 def _verdict(rule: Rule, r: RatesResult, link: str, train: TrainText | None) -> Verdict:
-    c, j = r.config, judged(r)
+    c, j = r.config, rate_analysis(r)
     ends = {lm_converge.STATUS[s]: int((r.status == s).sum()) for s in range(3)}
     details = (f"data: {r.note}; runs by the stopping rule they ran under: {ends}; by the rule noise cannot trigger "
                f"{int((j.steady >= 0).sum())} of {j.steady.size} converged where they stopped; judged on the rates "
@@ -226,7 +226,7 @@ def plot_rates(r: RatesResult) -> Figure:
     figures.set_style()
     c = r.config
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(9.5, 3.6))
-    ent, keep = r.final("entropy"), np.isin(np.asarray(c.lrs, dtype=float), judged(r).lrs)
+    ent, keep = r.final("entropy"), np.isin(np.asarray(c.lrs, dtype=float), rate_analysis(r).lrs)
     colors = plt.cm.viridis(np.linspace(0, 0.9, len(c.lrs)))
     for i, lr in enumerate(c.lrs):
         for j in range(len(c.seeds)):
