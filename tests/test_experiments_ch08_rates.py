@@ -124,7 +124,7 @@ def test_c41_fails_when_the_entropy_depends_on_eta_t_only_and_labels_a_cut_run_b
 
 def test_c41_leaves_the_degenerate_regime_out_and_is_inconclusive_with_too_few_rates() -> None:
     r = _result(_grid([2.0, 1.7, 1.4, 1.1, 3.0]), loss_end=[5.9, 5.85, 5.8, 5.9, 6.5])
-    j = ch8r.judged(r)
+    j = ch8r.rate_analysis(r)
     assert j.lrs == (1.25, 2.0, 3.2, 5.0) and j.degenerate == (8.0,) and j.order.in_order == 1
     assert ch8r.rates_verdicts(r)[0].level == "verified"
     assert "degenerate regime (reported, not judged): [8.0]" in ch8r.rates_verdicts(r)[0].details
