@@ -221,7 +221,7 @@ def rates_table(r: RatesResult) -> dict[str, np.ndarray]:
 def plot_rates(r: RatesResult) -> Figure:
     """Figure 10: left, the held-out entropy where each run stopped against the learning rate (log axis; filled:
     stopped by the convergence rule it ran under, open: stopped at the cap, cross: diverged; line through the means
-    of the rates judged, :func:`judged`, the degenerate regime excluded); right, the held-out loss of every run
+    of the rates judged, :func:`rate_analysis`, the degenerate regime excluded); right, the held-out loss of every run
     against the step."""
     figures.set_style()
     c = r.config
