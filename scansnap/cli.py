@@ -32,6 +32,7 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from scansnap import (
     claims,
@@ -56,13 +57,32 @@ def _figure_ids() -> list[str]:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but unknown ids and bad options print the valid ones and exit with status 2."""
+    """argparse, with exit status 2 on a bad argument; a missing figure id prints the valid ones."""
 
     def error(self, message: str) -> None:  # noqa: D102
         self.print_usage(sys.stderr)
-        ids, names = ', '.join(_figure_ids()), ', '.join(profiles.PROFILES)
-        self.exit(2, f"{self.prog}: error: {message}\n"
-                     f"figure ids: {ids}; profiles: {names}\n")
+        listed = "invalid choice" in message  # argparse lists the choices itself
+        valid = [f"figure ids: {', '.join(_figure_ids())}"] if "figure-id" in message and not listed else []
+        valid += [f"profiles: {', '.join(profiles.PROFILES)}"] if "--profile" in message and not listed else []
+        self.exit(2, f"{self.prog}: error: {message}\n" + "".join(f"{v}\n" for v in valid))
+
+
+def _error(command: str, message: str) -> NoReturn:
+    """Exit 2 with ``message`` under the usage of ``command`` (a check made after parsing)."""
+    _parser().commands[command].error(message)
+    raise AssertionError  # error() exits
+
+
+def _json_file(command: str, flag: str, path: Path | None, must_exist: bool = True) -> None:
+    """Exit 2 naming ``flag`` when ``path`` (given) cannot be read as JSON (or, ``must_exist``, is missing)."""
+    if path is None or (not must_exist and not path.exists()):
+        return
+    try:
+        json.loads(path.read_text())
+    except OSError as err:
+        _error(command, f"{flag}: cannot read {path} ({err.strerror}); give an existing JSON file")
+    except ValueError as err:
+        _error(command, f"{flag}: {path} is not a JSON file ({err})")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -123,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
                          "downloadable now; download: fetch and verify every split into the folder")
     da.add_argument("--to", type=Path, default=None,
                     help=f"the folder (default: ${wikitext.ENV}, else the per-user cache folder)")
+    parser.commands = {"reproduce": rep, "store": ev, "claims": cl, "rules": ru, "data": da}
     return parser
 
 
@@ -148,13 +169,13 @@ def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> experiments.Ma
 
 def _reproduce(args: argparse.Namespace) -> int:
     if args.check and args.store:
-        _parser().error("--store: not with --check (a check re-makes the published figure and stores nothing)")
+        _error("reproduce", "--store: not with --check (a check re-makes the published figure and stores nothing)")
     if args.check:
         return _check(args)
     if args.against is not None:
-        _parser().error("--against: only with --check")
+        _error("reproduce", "--against: only with --check")
     if args.store and args.out is not None:
-        _parser().error("--store: the store goes to stores/ in the checkout; leave --out out")
+        _error("reproduce", "--store: the store goes to stores/ in the checkout; leave --out out")
     out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
     profile = args.profile or "book"
     start = time.perf_counter()
@@ -212,7 +233,13 @@ def _check(args: argparse.Namespace) -> int:
 
 def _claims(args: argparse.Namespace) -> int:
     if args.reason and not args.write_lock:
-        _parser().error("--reason: only with --write-lock")
+        _error("claims", "--reason: only with --write-lock")
+    _json_file("claims", "--lock", args.lock, must_exist=args.check_lock)
+    if args.check_lock and not any(found for _, _, found in claims.ledger()):
+        print(f"--check-lock: no verdict is recorded under {artifacts_dir() / 'verdicts'}, so there is nothing to "
+              "compare with the lock: build the book first (make book), or set $SCANSNAP_ARTIFACTS to the folder "
+              "a build wrote its verdicts/ to", file=sys.stderr)
+        return 2
     try:
         return _claims_lock(args) if args.check_lock or args.write_lock else _print_ledger()
     except ValueError as err:  # verdicts of another profile
@@ -229,7 +256,7 @@ def _claims_lock(args: argparse.Namespace) -> int:
         return 1 if problems else 0
     if args.write_lock:
         if not args.reason.strip():
-            _parser().error("--write-lock: needs --reason (kept with the lock)")
+            _error("claims", "--write-lock: needs --reason (kept with the lock)")
         diffs = ledger.write_lock(args.reason, args.lock)
         for d in diffs:
             print(f"{d['claim']} {d['what']}: {d['from']} -> {d['to']}")
@@ -250,12 +277,17 @@ def _print_ledger() -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
+    for flag, given in (("--reason", args.reason), ("--reasons", args.reasons)):
+        if given and not args.write:
+            _error("rules", f"{flag}: only with --write")
+    _json_file("rules", "--file", args.file, must_exist=not args.write)
+    _json_file("rules", "--reasons", args.reasons)
     if args.write:
         reason: str | dict[str, str] = args.reason
         if args.reasons is not None:
             reason = json.loads(args.reasons.read_text())
         if not reason:
-            _parser().error("--write: needs --reason or --reasons (kept in each changed rule's history)")
+            _error("rules", "--write: needs --reason or --reasons (kept in each changed rule's history)")
         try:
             changed = ledger.write_rules(reason, path=args.file)
         except ValueError as err:
@@ -275,12 +307,19 @@ def _store(args: argparse.Namespace) -> int:
     device the store cannot be verified on)."""
     for flag, value, low in (("steps", args.steps, 1), ("horizon", args.horizon, 0)):
         if value is not None and args.action != "verify":
-            _parser().error(f"--{flag}: only with verify")
+            _error("store", f"--{flag}: only with verify")
         if value is not None and value < low:
-            _parser().error(f"--{flag}: must be an integer >= {low}; got {value}")
+            _error("store", f"--{flag}: must be an integer >= {low}; got {value}")
+    if args.root is not None and not args.root.is_dir():
+        _error("store", f"--root: no folder {args.root}; give the folder that holds stores/ (a checkout of the book)")
     horizon = store.HORIZON if args.horizon is None else args.horizon
     items = store.stored_ids(args.root)
     if args.experiment is not None:
+        try:
+            experiments.resolve(args.experiment)
+        except ValueError:
+            _error("store", f"experiment: no experiment or figure {args.experiment!r}; the stored runs under "
+                            f"{store.store_dir(args.root)}: {', '.join(dict.fromkeys(e for e, _ in items)) or 'none'}")
         items = [(args.experiment, args.profile)]
     if not items:
         print(f"no stored run under {store.store_dir(args.root)}")
@@ -326,11 +365,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             os.environ[device.ENV] = str(device.resolve(args.device))
         except ValueError as err:
-            _parser().error(f"--{err}")
+            _error(args.command, f"--{err}")
     if getattr(args, "jobs", None) is not None:  # scansnap.parallel reads it in every fan-out of this process
         try:
             os.environ[parallel.JOBS] = str(parallel.jobs(args.jobs))
         except ValueError as err:
-            _parser().error(str(err))
+            _error(args.command, str(err))
     commands = {"reproduce": _reproduce, "store": _store, "claims": _claims, "rules": _rules, "data": _data}
     return commands[args.command](args)

@@ -144,6 +144,12 @@ def test_reproduce_lists_every_file_it_writes_and_times_its_run(tmp_path: Path, 
         (["store", "verify", "--steps", "0"], "--steps"),
         (["store", "verify", "--horizon", "-1"], "--horizon"),
         (["reproduce", FIGURE, "--check", "--store"], "--store"),
+        (["store", "list", "--root", "/no/such/folder"], "--root"),
+        (["store", "verify", "no-such-experiment"], "experiment"),
+        (["claims", "--check-lock", "--lock", "/no/such/lock.json"], "--lock"),
+        (["rules", "--check", "--file", "/no/such/rules.json"], "--file"),
+        (["rules", "--write", "--reasons", "/no/such/reasons.json"], "--reasons"),
+        (["rules", "--reason", "why"], "--reason"),
     ],
 )
 def test_argument_errors_name_the_flag(argv: list[str], flag: str, capsys) -> None:
@@ -151,3 +157,29 @@ def test_argument_errors_name_the_flag(argv: list[str], flag: str, capsys) -> No
         main(argv)
     assert exc.value.code == 2
     assert f"error: {flag}:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["claims", "--check-lock", "--lock"], ["rules", "--check", "--file"]])
+def test_a_lock_file_that_is_not_json_is_named(argv: list[str], tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "lock.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, str(bad)])
+    assert exc.value.code == 2
+    assert f"error: {argv[-1]}: {bad} is not a JSON file" in capsys.readouterr().err
+
+
+def test_check_lock_before_a_build_says_to_build_first(tmp_path: Path, monkeypatch, capsys) -> None:
+    """With no verdict recorded (no build yet) there is nothing to compare: exit 2 saying what to do, not one
+    CHANGED line per locked verdict."""
+    monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(tmp_path))
+    assert main(["claims", "--check-lock"]) == 2
+    captured = capsys.readouterr()
+    assert "CHANGED" not in captured.out and "build the book first (make book)" in captured.err
+
+
+def test_a_figure_id_error_lists_the_ids_once(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["reproduce", "fig-no-such"])
+    err = capsys.readouterr().err
+    assert err.count("fig-paper-6") == 1 and "profiles:" not in err
