@@ -8,18 +8,18 @@ folder nor downloadable now (:func:`scansnap.wikitext_check.check`; ``make book`
 ``data download`` fetches and verifies them into that folder (:func:`scansnap.wikitext.download`).
 
 ``claims`` prints the ledger of the verdicts recorded under the artifacts folder (the last build's: every claim reads
-"not yet checked" before a build); ``--check-lock`` compares them
-with ``ledger/verdicts-book.json`` and exits 1 listing every claim whose verdict differs; ``--write-lock --reason``
-locks them (:mod:`scansnap.ledger`). ``rules --check`` exits 1 when a rule in the code differs from
-``ledger/rules.json``; ``rules --write --reason`` records the change with a dated history entry.
+"not yet checked" before a build); ``--check-lock`` compares them with ``ledger/verdicts-book.json`` and exits 1
+listing every claim whose verdict differs (2 when none is recorded); ``--write-lock --reason`` locks them
+(:mod:`scansnap.ledger`). ``rules --check`` exits 1 when a rule in the code differs from ``ledger/rules.json``;
+``rules --write --reason`` records the change with a dated history entry.
 
 ``reproduce <id>`` re-makes one figure with its data and provenance under ``--out``, with the other figures of its
 experiment and the experiment's result, and lists every file it wrote and the time the run took. With ``--check`` it
 re-makes the figure with the profile of the published one (``--against``: a folder holding
-``figures/<id>.json``, e.g. the built site or ``_extra``) into a temporary folder (or ``--out``) and compares
-the data with the published data: byte-equal, or every number within the tolerance of
-:func:`scansnap.figures.compare_data`. Exit status 0 when they agree, 1 on a mismatch (or other parameters),
-2 on bad arguments or when no published figure is found.
+``figures/<id>.json``, e.g. the built site or ``_extra``) into a temporary folder (or ``--out``) and compares the data
+with the published data: byte-equal, or every number within the tolerance of :func:`scansnap.figures.compare_data`
+(a figure of a stored run is checked by ``store verify``: :func:`scansnap.figure_cite.check_command`). Exit status
+0 when they agree, 1 on a mismatch (or other parameters), 2 on bad arguments or when no published figure is found.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from scansnap import (
     claims,
     device,
     experiments,
+    figure_cite,
     figures,
     ledger,
     parallel,
@@ -51,26 +52,20 @@ from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 __all__ = ["main"]
 
 
-def _figure_ids() -> list[str]:
-    """Every figure the command line can re-make."""
-    return experiments.figure_ids()
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, with exit status 2 on a bad argument; a missing figure id prints the valid ones."""
 
     def error(self, message: str) -> None:  # noqa: D102
         self.print_usage(sys.stderr)
         listed = "invalid choice" in message  # argparse lists the choices itself
-        valid = [f"figure ids: {', '.join(_figure_ids())}"] if "figure-id" in message and not listed else []
+        valid = [f"figure ids: {', '.join(experiments.figure_ids())}"] if "figure-id" in message and not listed else []
         valid += [f"profiles: {', '.join(profiles.PROFILES)}"] if "--profile" in message and not listed else []
         self.exit(2, f"{self.prog}: error: {message}\n" + "".join(f"{v}\n" for v in valid))
 
 
 def _error(command: str, message: str) -> NoReturn:
     """Exit 2 with ``message`` under the usage of ``command`` (a check made after parsing)."""
-    _parser().commands[command].error(message)
-    raise AssertionError  # error() exits
+    _parser().commands[command].error(message)  # exits
 
 
 def _json_file(command: str, flag: str, path: Path | None, must_exist: bool = True) -> None:
@@ -85,30 +80,46 @@ def _json_file(command: str, flag: str, path: Path | None, must_exist: bool = Tr
         _error(command, f"{flag}: {path} is not a JSON file ({err})")
 
 
+_ABOUT = ("Re-make and check the figures of 'Scan and Snap, executed', check its stored runs, ledger, locks and data. "
+          "`python -m scansnap <command> --help` describes each command.")
+_EXIT = ("exit status: 0 when all is well; 1 when a check fails (MISMATCH, CHANGED, DIFFERS, REFUSED); 2 on a bad "
+         "argument, or when there is nothing to check (no published figure, no recorded verdict)")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m scansnap", description=__doc__)
+    parser = _Parser(prog="python -m scansnap", description=_ABOUT, epilog=_EXIT)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    rep = sub.add_parser("reproduce", help="re-make one figure with its data and provenance")
-    rep.add_argument("figure", choices=_figure_ids(), metavar="figure-id",
-                     help=f"one of: {', '.join(_figure_ids())}")
+    rep = sub.add_parser("reproduce", help="re-make one figure with its data and provenance", epilog=_EXIT,
+                         description="Re-make one figure (its whole experiment) under --out; with --check, re-make it "
+                                     "as published and compare its data with the published data (byte-equal, or "
+                                     "every number within relative 1e-6 / absolute 1e-9).")
+    rep.add_argument("figure", choices=experiments.figure_ids(), metavar="figure-id",
+                     help=f"one of: {', '.join(experiments.figure_ids())}")
     rep.add_argument("--profile", choices=profiles.PROFILES, default=None,
-                     help="scale (default: book; with --check, the published figure's)")
+                     help="scale (default: book, whatever $SCANSNAP_PROFILE says; with --check, the published "
+                          "figure's)")
     rep.add_argument("--out", type=Path, default=None,
                      help=f"artifacts folder; files go to OUT/figures (default: ./{INSTALLED_DEFAULT}; "
                           "with --check, a temporary folder)")
     rep.add_argument("--check", action="store_true",
-                     help="compare the re-made data with the published figure's; exit 1 if they differ")
+                     help="compare the re-made data with the published figure's; exit 1 if they differ, 2 "
+                          "when no published figure is found")
     rep.add_argument("--against", type=Path, default=None,
                      help="with --check: the folder holding the published figures/ "
                           "(default: $SCANSNAP_ARTIFACTS, _extra in the book's checkout)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.add_argument("--store", action="store_true",
                      help="also store the result in stores/<experiment>/<profile>/")
-    ev = sub.add_parser("store", help="check the stored runs: list them, or re-run the first steps and compare")
-    ev.add_argument("action", choices=("list", "verify"))
+    ev = sub.add_parser("store", help="check the stored runs: list them, or re-run the first steps and compare",
+                        epilog=_EXIT)
+    ev.add_argument("action", choices=("list", "verify"),
+                    help="list: every store (or EXPERIMENT's) and whether it is current and intact (configuration, "
+                         "code hash, array digests); verify: that, then re-run its first steps from the recorded "
+                         "seeds and compare them with the store (REFUSED on a device it cannot be verified on)")
     ev.add_argument("experiment", nargs="?", default=None,
-                    help="with verify: an experiment id (default: every stored item)")
-    ev.add_argument("--profile", choices=profiles.PROFILES, default="paper", help="the store's profile")
+                    help="an experiment or figure id (default: every stored run)")
+    ev.add_argument("--profile", choices=profiles.PROFILES, default="paper",
+                    help="with EXPERIMENT: the store's profile (default: paper)")
     ev.add_argument("--steps", type=int, default=None,
                     help="with verify: re-run the first STEPS steps (default: up to the horizon's first checkpoint)")
     ev.add_argument("--horizon", type=int, default=None,
@@ -122,7 +133,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--jobs", default=None,
                        help=f"independent runs at once, one process each (default ${parallel.JOBS}, or 1); with "
                             f"${parallel.DASK} set, they go to that Dask cluster")
-    cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
+    cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts",
+                        epilog=_EXIT, description="Print every claim with its headline verdict and each verdict's "
+                        "kind of evidence, label (level and protocol cut) and numbers, as the last build recorded "
+                        "them under the artifacts folder (_extra in the checkout, or $SCANSNAP_ARTIFACTS): every "
+                        "claim reads 'not yet checked' before a build.")
     mode = cl.add_mutually_exclusive_group()
     mode.add_argument("--check-lock", action="store_true",
                       help="exit 1 listing every claim whose recorded verdict differs from ledger/verdicts-book.json")
@@ -206,12 +221,19 @@ def _check(args: argparse.Namespace) -> int:
         published = figures.load_record(args.figure, against)
     except ValueError:
         print(f"--against: no published figure {args.figure} under {against / 'figures'} "
-              f"(pass --against <folder holding figures/{args.figure}.json>)", file=sys.stderr)
+              f"(pass --against <folder holding figures/{args.figure}.json>: a build's _extra, which make book "
+              f"writes, or the published site's folder)", file=sys.stderr)
         return 2
     if args.profile is not None and args.profile != published.profile:
         print(f"--profile: the published {args.figure} was made with profile {published.profile}; "
               f"got {args.profile} (leave --profile out)", file=sys.stderr)
         return 2
+    check = figure_cite.check_command(published)
+    if "store verify" in check:
+        print(f"note: {args.figure} was made from a stored run; `{check}` checks that run in seconds. This re-make "
+              "runs the whole paper protocol (an hour or more on 2 cores), and on another machine than the one that "
+              "made the store its numbers drift from the store's past the first steps, so expect a MISMATCH there",
+              file=sys.stderr)
     data = against / "figures" / published.files["data"]
     if not data.is_file():
         print(f"--against: the published data {data} are missing", file=sys.stderr)

@@ -183,3 +183,22 @@ def test_a_figure_id_error_lists_the_ids_once(capsys) -> None:
         main(["reproduce", "fig-no-such"])
     err = capsys.readouterr().err
     assert err.count("fig-paper-6") == 1 and "profiles:" not in err
+
+
+def test_check_of_a_stored_figure_points_at_store_verify(tmp_path: Path, monkeypatch, capsys) -> None:
+    """fig-paper-7 is published from stores/ch8-freeze: --check says that store verify checks it in seconds and that
+    the whole re-make drifts on another machine (the re-make itself is stubbed out here: an hour at the paper
+    profile)."""
+    from scansnap import cli
+
+    (tmp_path / "figures").mkdir()
+    record = {"id": "fig-paper-7", "caption": "", "chapter": "book/chapters/08-wikitext", "claims": [], "params": {},
+              "profile": "paper", "version": "0", "commit": "0", "wall_time_s": 0.0, "date": "", "command": "",
+              "files": {"data": "fig-paper-7.csv"}}
+    (tmp_path / "figures" / "fig-paper-7.json").write_text(json.dumps(record))
+    monkeypatch.setattr(cli, "_remake", lambda *a: pytest.fail("re-made before the data were found"))
+    argv = ["reproduce", "fig-paper-7", "--check", "--against", str(tmp_path), "--quiet"]
+    assert main(argv) == 2  # the published data file is missing: stops before the re-make
+    err = capsys.readouterr().err
+    assert "`python -m scansnap store verify ch8-freeze` checks that run in seconds" in err
+    assert "--against: the published data" in err
