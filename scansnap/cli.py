@@ -53,19 +53,21 @@ __all__ = ["main"]
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with exit status 2 on a bad argument; a missing figure id prints the valid ones."""
+    """argparse, but unknown ids and bad options print the valid ones and exit with status 2."""
 
     def error(self, message: str) -> None:  # noqa: D102
         self.print_usage(sys.stderr)
-        listed = "invalid choice" in message  # argparse lists the choices itself
-        valid = [f"figure ids: {', '.join(experiments.figure_ids())}"] if "figure-id" in message and not listed else []
-        valid += [f"profiles: {', '.join(profiles.PROFILES)}"] if "--profile" in message and not listed else []
-        self.exit(2, f"{self.prog}: error: {message}\n" + "".join(f"{v}\n" for v in valid))
+        ids, names = ', '.join(experiments.figure_ids()), ', '.join(profiles.PROFILES)
+        self.exit(2, f"{self.prog}: error: {message}\n"
+                     f"figure ids: {ids}; profiles: {names}\n")
 
 
 def _error(command: str, message: str) -> NoReturn:
-    """Exit 2 with ``message`` under the usage of ``command`` (a check made after parsing)."""
-    _parser().commands[command].error(message)  # exits
+    """Exit 2 with ``message`` (which names the parameter and what to do) under the usage of ``command``: a check
+    made after parsing, so no list of figure ids."""
+    sub = _parser().commands[command]
+    sub.print_usage(sys.stderr)
+    sub.exit(2, f"{sub.prog}: error: {message}\n")
 
 
 def _json_file(command: str, flag: str, path: Path | None, must_exist: bool = True) -> None:

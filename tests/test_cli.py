@@ -178,11 +178,12 @@ def test_check_lock_before_a_build_says_to_build_first(tmp_path: Path, monkeypat
     assert "CHANGED" not in captured.out and "build the book first (make book)" in captured.err
 
 
-def test_a_figure_id_error_lists_the_ids_once(capsys) -> None:
-    with pytest.raises(SystemExit):
-        main(["reproduce", "fig-no-such"])
+def test_an_error_after_parsing_shows_its_command_and_no_figure_ids(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "fig-paper-6", "--jobs", "0"])
+    assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert err.count("fig-paper-6") == 1 and "profiles:" not in err
+    assert "python -m scansnap reproduce: error: --jobs:" in err and "figure ids" not in err
 
 
 def test_check_of_a_stored_figure_points_at_store_verify(tmp_path: Path, monkeypatch, capsys) -> None:
