@@ -289,14 +289,15 @@ def _claims_lock(args: argparse.Namespace) -> int:
 
 
 def _print_ledger() -> int:
-    width = max(len(v) for v in claims.VERDICTS)
-    counts: dict[str, int] = {}
+    width, counts, seen = max(len(v) for v in claims.VERDICTS), dict.fromkeys(claims.VERDICTS, 0), set()
     for c, head, found in claims.ledger():
-        counts[head] = counts.get(head, 0) + 1
+        counts[head] += 1
+        seen |= {v.profile for v in found}
         print(f"{c.id:4s} {head:{width}s}  {c.statement}")
         for v in found:
             print(f"{'':4s} {'':{width}s}  {v.evidence}: {v.label()}; {v.summary()}")
-    print("; ".join(f"{k}: {counts.get(k, 0)}" for k in claims.VERDICTS))
+    print("; ".join(f"{k}: {n}" for k, n in counts.items()) + f" (read from {artifacts_dir() / 'verdicts'}"
+          + (f": {', '.join(sorted(seen))} profile)" if seen else ")"))
     return 0
 
 
