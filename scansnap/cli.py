@@ -244,8 +244,8 @@ def _check(args: argparse.Namespace) -> int:
         out = Path(tmp) if args.out is None else args.out
         made = _remake(args.figure, published.profile, out, args.quiet).records[args.figure]
         same = figures.compare_data(data, out / "figures" / made.files["data"])
-    print(f"{args.figure}: re-made with profile {published.profile} and compared with {data} "
-          f"(published by scansnap {published.version}, commit {published.commit})")
+    print(f"{args.figure}: re-made with profile {published.profile} at commit {made.commit} and compared with {data} "
+          f"(published by scansnap {published.version} at commit {published.commit})")
     changed = sorted(k for k in {*published.params, *made.params} if published.params.get(k) != made.params.get(k))
     if changed:
         print("MISMATCH: the parameters differ from the published ones: " + "; ".join(

@@ -46,6 +46,8 @@ def test_check_passes_on_the_published_data(published: Path, capsys) -> None:
     assert _check(published) == 0
     out = capsys.readouterr().out
     assert "OK: byte-equal" in out and "profile smoke" in out
+    commit = json.loads((published / "figures" / f"{FIGURE}.json").read_text())["commit"]
+    assert f"re-made with profile smoke at commit {commit}" in out and f"at commit {commit})" in out  # both named
     after = {p.name: p.read_bytes() for p in (published / "figures").iterdir()}
     assert after == before, "--check must not write into the published folder"
 
