@@ -1,11 +1,10 @@
-"""Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap store
-list | verify [<experiment-id>] [--steps N] [--horizon H] [--device D]``, ``python -m scansnap claims
-[--write-lock | --check-lock]``, ``python -m scansnap rules [--write --reason ... | --check]`` and ``python -m scansnap
-data check | download``.
+"""Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``store list | verify
+[<experiment-id>] [--steps N] [--horizon H] [--device D]``, ``claims [--write-lock | --check-lock]``, ``rules [--write
+--reason ... | --check]`` and ``data check | download``.
 
-``data check`` exits 1, with a message that says what to do, when Chapter 8's WikiText-2 files are neither in their
-folder nor downloadable now (:func:`scansnap.wikitext_check.check`; ``make book`` runs it before executing any page);
-``data download`` fetches and verifies them into that folder (:func:`scansnap.wikitext.download`).
+``data check`` exits 1 saying what to do when Chapter 8's WikiText-2 files are neither in their folder nor
+downloadable now (:func:`scansnap.wikitext_check.check`; ``make book`` runs it first); ``data download`` fetches and
+verifies them into that folder (:func:`scansnap.wikitext.download`).
 
 ``claims`` prints the ledger of the verdicts recorded under the artifacts folder (the last build's: every claim reads
 "not yet checked" before a build); ``--check-lock`` compares them with ``ledger/verdicts-book.json`` and exits 1
@@ -43,6 +42,7 @@ from scansnap import (
     ledger,
     parallel,
     profiles,
+    provenance,
     store,
     wikitext,
     wikitext_check,
@@ -58,13 +58,11 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # noqa: D102
         self.print_usage(sys.stderr)
         ids, names = ', '.join(experiments.figure_ids()), ', '.join(profiles.PROFILES)
-        self.exit(2, f"{self.prog}: error: {message}\n"
-                     f"figure ids: {ids}; profiles: {names}\n")
+        self.exit(2, f"{self.prog}: error: {message}\nfigure ids: {ids}; profiles: {names}\n")
 
 
 def _error(command: str, message: str) -> NoReturn:
-    """Exit 2 with ``message`` (which names the parameter and what to do) under the usage of ``command``: a check
-    made after parsing, so no list of figure ids."""
+    """Exit 2 with ``message`` (naming the parameter and what to do) under ``command``'s usage, without the ids."""
     sub = _parser().commands[command]
     sub.print_usage(sys.stderr)
     sub.exit(2, f"{sub.prog}: error: {message}\n")
@@ -193,6 +191,10 @@ def _reproduce(args: argparse.Namespace) -> int:
         _error("reproduce", "--against: only with --check")
     if args.store and args.out is not None:
         _error("reproduce", "--store: the store goes to stores/ in the checkout; leave --out out")
+    if args.store and provenance.checkout().dirty:  # refused before the run, not after an hour of it
+        _error("reproduce", f"--store: the checkout has uncommitted changes to tracked files "
+                            f"({provenance.checkout()}), so a store could not name the code that made the run: commit "
+                            "or stash them (git status) first. Nothing was run")
     out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
     profile = args.profile or "book"
     start = time.perf_counter()
@@ -259,14 +261,13 @@ def _claims(args: argparse.Namespace) -> int:
     if args.reason and not args.write_lock:
         _error("claims", "--reason: only with --write-lock")
     _json_file("claims", "--lock", args.lock, must_exist=args.check_lock)
-    if args.check_lock and not any(found for _, _, found in claims.ledger()):
-        print(f"--check-lock: no verdict is recorded under {artifacts_dir() / 'verdicts'}, so there is nothing to "
-              "compare with the lock: build the book first (make book), or set $SCANSNAP_ARTIFACTS to the folder "
-              "a build wrote its verdicts/ to", file=sys.stderr)
-        return 2
     try:
+        if args.check_lock and not any(found for _, _, found in claims.ledger()):
+            raise ValueError(f"--check-lock: no verdict is recorded under {artifacts_dir() / 'verdicts'}, so there is "
+                             "nothing to compare with the lock: build the book first (make book), or set "
+                             "$SCANSNAP_ARTIFACTS to the folder a build wrote its verdicts/ to")
         return _claims_lock(args) if args.check_lock or args.write_lock else _print_ledger()
-    except ValueError as err:  # verdicts of another profile
+    except ValueError as err:  # no verdicts; verdicts of another profile, or of another version (claims.verdicts)
         print(err, file=sys.stderr)
         return 2
 
@@ -302,9 +303,8 @@ def _print_ledger() -> int:
 
 
 def _rules(args: argparse.Namespace) -> int:
-    for flag, given in (("--reason", args.reason), ("--reasons", args.reasons)):
-        if given and not args.write:
-            _error("rules", f"{flag}: only with --write")
+    if (args.reason or args.reasons) and not args.write:
+        _error("rules", f"{'--reason' if args.reason else '--reasons'}: only with --write")
     _json_file("rules", "--file", args.file, must_exist=not args.write)
     _json_file("rules", "--reasons", args.reasons)
     if args.write:

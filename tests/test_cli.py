@@ -205,3 +205,18 @@ def test_check_of_a_stored_figure_points_at_store_verify(tmp_path: Path, monkeyp
     err = capsys.readouterr().err
     assert "`python -m scansnap store verify ch8-freeze` checks that run in seconds" in err
     assert "--against: the published data" in err
+
+
+def test_store_from_a_dirty_checkout_is_refused_before_the_run(monkeypatch, capsys) -> None:
+    """A paper-profile run takes an hour or more: --store from a checkout with uncommitted changes is refused before it
+    (the store would be refused after it: its commit would read +dirty), exit 2 saying what to do."""
+    from scansnap import cli
+
+    monkeypatch.setattr(cli.provenance, "checkout", lambda root=None: cli.provenance.Checkout("0123abc", True))
+    monkeypatch.setattr(cli, "_remake", lambda *a: pytest.fail("ran before refusing"))
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", FIGURE, "--profile", "smoke", "--store", "--quiet"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: --store: the checkout has uncommitted changes to tracked files (0123abc+dirty)" in err
+    assert "commit or stash them (git status) first. Nothing was run" in err
