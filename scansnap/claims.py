@@ -295,11 +295,16 @@ def _path(claim_id: str):
 
 def verdicts(claim_id: str) -> list[Verdict]:
     """The recorded verdicts of ``claim_id``, one per kind of evidence, in the order of
-    :data:`scansnap.verdicts.EVIDENCE` (empty when none was recorded)."""
+    :data:`scansnap.verdicts.EVIDENCE` (empty when none was recorded). Raises ``ValueError`` naming the file when
+    it was recorded by a version of scansnap whose verdicts have other fields."""
     path = _path(claim_id)
     if not path.exists():
         return []
-    found = [Verdict(**v) for v in json.loads(path.read_text())["verdicts"]]
+    try:
+        found = [Verdict(**v) for v in json.loads(path.read_text())["verdicts"]]
+    except TypeError as err:  # a field this version's Verdict lacks, or lacks one it has
+        raise ValueError(f"verdicts: {path} was recorded by another version of scansnap ({err}); read it with that "
+                         "version, or rebuild the book with this one (make book)") from err
     return sorted(found, key=lambda v: list(EVIDENCE).index(v.evidence))
 
 

@@ -1,25 +1,24 @@
-"""Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``python -m scansnap store
-list | verify [<experiment-id>] [--steps N] [--horizon H] [--device D]``, ``python -m scansnap claims
-[--write-lock | --check-lock]``, ``python -m scansnap rules [--write --reason ... | --check]`` and ``python -m scansnap
-data check | download``.
+"""Command line: ``python -m scansnap reproduce <figure-id> [--check | --store]``, ``store list | verify
+[<experiment-id>] [--steps N] [--horizon H] [--device D]``, ``claims [--write-lock | --check-lock]``, ``rules [--write
+--reason ... | --check]`` and ``data check | download``.
 
-``data check`` exits 1, with a message that says what to do, when Chapter 8's WikiText-2 files are neither in their
-folder nor downloadable now (:func:`scansnap.wikitext_check.check`; ``make book`` runs it before executing any page);
-``data download`` fetches and verifies them into that folder (:func:`scansnap.wikitext.download`).
+``data check`` exits 1 saying what to do when Chapter 8's WikiText-2 files are neither in their folder nor
+downloadable now (:func:`scansnap.wikitext_check.check`; ``make book`` runs it first); ``data download`` fetches and
+verifies them into that folder (:func:`scansnap.wikitext.download`).
 
 ``claims`` prints the ledger of the verdicts recorded under the artifacts folder (the last build's: every claim reads
-"not yet checked" before a build); ``--check-lock`` compares them
-with ``ledger/verdicts-book.json`` and exits 1 listing every claim whose verdict differs; ``--write-lock --reason``
-locks them (:mod:`scansnap.ledger`). ``rules --check`` exits 1 when a rule in the code differs from
-``ledger/rules.json``; ``rules --write --reason`` records the change with a dated history entry.
+"not yet checked" before a build); ``--check-lock`` compares them with ``ledger/verdicts-book.json`` and exits 1
+listing every claim whose verdict differs (2 when none is recorded); ``--write-lock --reason`` locks them
+(:mod:`scansnap.ledger`). ``rules --check`` exits 1 when a rule in the code differs from ``ledger/rules.json``;
+``rules --write --reason`` records the change with a dated history entry.
 
 ``reproduce <id>`` re-makes one figure with its data and provenance under ``--out``, with the other figures of its
 experiment and the experiment's result, and lists every file it wrote and the time the run took. With ``--check`` it
 re-makes the figure with the profile of the published one (``--against``: a folder holding
-``figures/<id>.json``, e.g. the built site or ``_extra``) into a temporary folder (or ``--out``) and compares
-the data with the published data: byte-equal, or every number within the tolerance of
-:func:`scansnap.figures.compare_data`. Exit status 0 when they agree, 1 on a mismatch (or other parameters),
-2 on bad arguments or when no published figure is found.
+``figures/<id>.json``, e.g. the built site or ``_extra``) into a temporary folder (or ``--out``) and compares the data
+with the published data: byte-equal, or every number within the tolerance of :func:`scansnap.figures.compare_data`
+(a figure of a stored run is checked by ``store verify``: :func:`scansnap.figure_cite.check_command`). Exit status
+0 when they agree, 1 on a mismatch (or other parameters), 2 on bad arguments or when no published figure is found.
 """
 
 from __future__ import annotations
@@ -32,15 +31,18 @@ import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from scansnap import (
     claims,
     device,
     experiments,
+    figure_cite,
     figures,
     ledger,
     parallel,
     profiles,
+    provenance,
     store,
     wikitext,
     wikitext_check,
@@ -50,45 +52,74 @@ from scansnap._io import INSTALLED_DEFAULT, artifacts_dir
 __all__ = ["main"]
 
 
-def _figure_ids() -> list[str]:
-    """Every figure the command line can re-make."""
-    return experiments.figure_ids()
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse, but unknown ids and bad options print the valid ones and exit with status 2."""
 
     def error(self, message: str) -> None:  # noqa: D102
         self.print_usage(sys.stderr)
-        ids, names = ', '.join(_figure_ids()), ', '.join(profiles.PROFILES)
-        self.exit(2, f"{self.prog}: error: {message}\n"
-                     f"figure ids: {ids}; profiles: {names}\n")
+        ids, names = ', '.join(experiments.figure_ids()), ', '.join(profiles.PROFILES)
+        self.exit(2, f"{self.prog}: error: {message}\nfigure ids: {ids}; profiles: {names}\n")
+
+
+def _error(command: str, message: str) -> NoReturn:
+    """Exit 2 with ``message`` (naming the parameter and what to do) under ``command``'s usage, without the ids."""
+    sub = _parser().commands[command]
+    sub.print_usage(sys.stderr)
+    sub.exit(2, f"{sub.prog}: error: {message}\n")
+
+
+def _json_file(command: str, flag: str, path: Path | None, must_exist: bool = True) -> None:
+    """Exit 2 naming ``flag`` when ``path`` (given) cannot be read as JSON (or, ``must_exist``, is missing)."""
+    if path is None or (not must_exist and not path.exists()):
+        return
+    try:
+        json.loads(path.read_text())
+    except OSError as err:
+        _error(command, f"{flag}: cannot read {path} ({err.strerror}); give an existing JSON file")
+    except ValueError as err:
+        _error(command, f"{flag}: {path} is not a JSON file ({err})")
+
+
+_ABOUT = ("Re-make and check the figures of 'Scan and Snap, executed', check its stored runs, ledger, locks and data. "
+          "`python -m scansnap <command> --help` describes each command.")
+_EXIT = ("exit status: 0 when all is well; 1 when a check fails (MISMATCH, CHANGED, DIFFERS, REFUSED); 2 on a bad "
+         "argument, or when there is nothing to check (no published figure, no recorded verdict)")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m scansnap", description=__doc__)
+    parser = _Parser(prog="python -m scansnap", description=_ABOUT, epilog=_EXIT)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    rep = sub.add_parser("reproduce", help="re-make one figure with its data and provenance")
-    rep.add_argument("figure", choices=_figure_ids(), metavar="figure-id",
-                     help=f"one of: {', '.join(_figure_ids())}")
+    rep = sub.add_parser("reproduce", help="re-make one figure with its data and provenance", epilog=_EXIT,
+                         description="Re-make one figure (its whole experiment) under --out; with --check, re-make it "
+                                     "as published and compare its data with the published data (byte-equal, or "
+                                     "every number within relative 1e-6 / absolute 1e-9).")
+    rep.add_argument("figure", choices=experiments.figure_ids(), metavar="figure-id",
+                     help=f"one of: {', '.join(experiments.figure_ids())}")
     rep.add_argument("--profile", choices=profiles.PROFILES, default=None,
-                     help="scale (default: book; with --check, the published figure's)")
+                     help="scale (default: book, whatever $SCANSNAP_PROFILE says; with --check, the published "
+                          "figure's)")
     rep.add_argument("--out", type=Path, default=None,
                      help=f"artifacts folder; files go to OUT/figures (default: ./{INSTALLED_DEFAULT}; "
                           "with --check, a temporary folder)")
     rep.add_argument("--check", action="store_true",
-                     help="compare the re-made data with the published figure's; exit 1 if they differ")
+                     help="compare the re-made data with the published figure's; exit 1 if they differ, 2 "
+                          "when no published figure is found")
     rep.add_argument("--against", type=Path, default=None,
                      help="with --check: the folder holding the published figures/ "
                           "(default: $SCANSNAP_ARTIFACTS, _extra in the book's checkout)")
     rep.add_argument("--quiet", action="store_true", help="no progress bar")
     rep.add_argument("--store", action="store_true",
                      help="also store the result in stores/<experiment>/<profile>/")
-    ev = sub.add_parser("store", help="check the stored runs: list them, or re-run the first steps and compare")
-    ev.add_argument("action", choices=("list", "verify"))
+    ev = sub.add_parser("store", help="check the stored runs: list them, or re-run the first steps and compare",
+                        epilog=_EXIT)
+    ev.add_argument("action", choices=("list", "verify"),
+                    help="list: every store (or EXPERIMENT's) and whether it is current and intact (configuration, "
+                         "code hash, array digests); verify: that, then re-run its first steps from the recorded "
+                         "seeds and compare them with the store (REFUSED on a device it cannot be verified on)")
     ev.add_argument("experiment", nargs="?", default=None,
-                    help="with verify: an experiment id (default: every stored item)")
-    ev.add_argument("--profile", choices=profiles.PROFILES, default="paper", help="the store's profile")
+                    help="an experiment or figure id (default: every stored run)")
+    ev.add_argument("--profile", choices=profiles.PROFILES, default="paper",
+                    help="with EXPERIMENT: the store's profile (default: paper)")
     ev.add_argument("--steps", type=int, default=None,
                     help="with verify: re-run the first STEPS steps (default: up to the horizon's first checkpoint)")
     ev.add_argument("--horizon", type=int, default=None,
@@ -102,7 +133,11 @@ def _parser() -> argparse.ArgumentParser:
         p.add_argument("--jobs", default=None,
                        help=f"independent runs at once, one process each (default ${parallel.JOBS}, or 1); with "
                             f"${parallel.DASK} set, they go to that Dask cluster")
-    cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts")
+    cl = sub.add_parser("claims", help="print the claims ledger; check or write the lock of the book's verdicts",
+                        epilog=_EXIT, description="Print every claim with its headline verdict and each verdict's "
+                        "kind of evidence, label (level and protocol cut) and numbers, as the last build recorded "
+                        "them under the artifacts folder (_extra in the checkout, or $SCANSNAP_ARTIFACTS): every "
+                        "claim reads 'not yet checked' before a build.")
     mode = cl.add_mutually_exclusive_group()
     mode.add_argument("--check-lock", action="store_true",
                       help="exit 1 listing every claim whose recorded verdict differs from ledger/verdicts-book.json")
@@ -123,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
                          "downloadable now; download: fetch and verify every split into the folder")
     da.add_argument("--to", type=Path, default=None,
                     help=f"the folder (default: ${wikitext.ENV}, else the per-user cache folder)")
+    parser.commands = {"reproduce": rep, "store": ev, "claims": cl, "rules": ru, "data": da}
     return parser
 
 
@@ -148,13 +184,17 @@ def _remake(fig_id: str, profile: str, out: Path, quiet: bool) -> experiments.Ma
 
 def _reproduce(args: argparse.Namespace) -> int:
     if args.check and args.store:
-        _parser().error("--store: not with --check (a check re-makes the published figure and stores nothing)")
+        _error("reproduce", "--store: not with --check (a check re-makes the published figure and stores nothing)")
     if args.check:
         return _check(args)
     if args.against is not None:
-        _parser().error("--against: only with --check")
+        _error("reproduce", "--against: only with --check")
     if args.store and args.out is not None:
-        _parser().error("--store: the store goes to stores/ in the checkout; leave --out out")
+        _error("reproduce", "--store: the store goes to stores/ in the checkout; leave --out out")
+    if args.store and provenance.checkout().dirty:  # refused before the run, not after an hour of it
+        _error("reproduce", f"--store: the checkout has uncommitted changes to tracked files "
+                            f"({provenance.checkout()}), so a store could not name the code that made the run: commit "
+                            "or stash them (git status) first. Nothing was run")
     out = Path(INSTALLED_DEFAULT) if args.out is None else args.out
     profile = args.profile or "book"
     start = time.perf_counter()
@@ -185,12 +225,19 @@ def _check(args: argparse.Namespace) -> int:
         published = figures.load_record(args.figure, against)
     except ValueError:
         print(f"--against: no published figure {args.figure} under {against / 'figures'} "
-              f"(pass --against <folder holding figures/{args.figure}.json>)", file=sys.stderr)
+              f"(pass --against <folder holding figures/{args.figure}.json>: a build's _extra, which make book "
+              f"writes, or the published site's folder)", file=sys.stderr)
         return 2
     if args.profile is not None and args.profile != published.profile:
         print(f"--profile: the published {args.figure} was made with profile {published.profile}; "
               f"got {args.profile} (leave --profile out)", file=sys.stderr)
         return 2
+    check = figure_cite.check_command(published)
+    if "store verify" in check:
+        print(f"note: {args.figure} was made from a stored run; `{check}` checks that run in seconds. This re-make "
+              "runs the whole paper protocol (an hour or more on 2 cores), and on another machine than the one that "
+              "made the store its numbers drift from the store's past the first steps, so expect a MISMATCH there",
+              file=sys.stderr)
     data = against / "figures" / published.files["data"]
     if not data.is_file():
         print(f"--against: the published data {data} are missing", file=sys.stderr)
@@ -199,8 +246,8 @@ def _check(args: argparse.Namespace) -> int:
         out = Path(tmp) if args.out is None else args.out
         made = _remake(args.figure, published.profile, out, args.quiet).records[args.figure]
         same = figures.compare_data(data, out / "figures" / made.files["data"])
-    print(f"{args.figure}: re-made with profile {published.profile} and compared with {data} "
-          f"(published by scansnap {published.version}, commit {published.commit})")
+    print(f"{args.figure}: re-made with profile {published.profile} at commit {made.commit} and compared with {data} "
+          f"(published by scansnap {published.version} at commit {published.commit})")
     changed = sorted(k for k in {*published.params, *made.params} if published.params.get(k) != made.params.get(k))
     if changed:
         print("MISMATCH: the parameters differ from the published ones: " + "; ".join(
@@ -212,10 +259,15 @@ def _check(args: argparse.Namespace) -> int:
 
 def _claims(args: argparse.Namespace) -> int:
     if args.reason and not args.write_lock:
-        _parser().error("--reason: only with --write-lock")
+        _error("claims", "--reason: only with --write-lock")
+    _json_file("claims", "--lock", args.lock, must_exist=args.check_lock)
     try:
+        if args.check_lock and not any(found for _, _, found in claims.ledger()):
+            raise ValueError(f"--check-lock: no verdict is recorded under {artifacts_dir() / 'verdicts'}, so there is "
+                             "nothing to compare with the lock: build the book first (make book), or set "
+                             "$SCANSNAP_ARTIFACTS to the folder a build wrote its verdicts/ to")
         return _claims_lock(args) if args.check_lock or args.write_lock else _print_ledger()
-    except ValueError as err:  # verdicts of another profile
+    except ValueError as err:  # no verdicts; verdicts of another profile, or of another version (claims.verdicts)
         print(err, file=sys.stderr)
         return 2
 
@@ -229,7 +281,7 @@ def _claims_lock(args: argparse.Namespace) -> int:
         return 1 if problems else 0
     if args.write_lock:
         if not args.reason.strip():
-            _parser().error("--write-lock: needs --reason (kept with the lock)")
+            _error("claims", "--write-lock: needs --reason (kept with the lock)")
         diffs = ledger.write_lock(args.reason, args.lock)
         for d in diffs:
             print(f"{d['claim']} {d['what']}: {d['from']} -> {d['to']}")
@@ -238,24 +290,29 @@ def _claims_lock(args: argparse.Namespace) -> int:
 
 
 def _print_ledger() -> int:
-    width = max(len(v) for v in claims.VERDICTS)
-    counts: dict[str, int] = {}
+    width, counts, seen = max(len(v) for v in claims.VERDICTS), dict.fromkeys(claims.VERDICTS, 0), set()
     for c, head, found in claims.ledger():
-        counts[head] = counts.get(head, 0) + 1
+        counts[head] += 1
+        seen |= {v.profile for v in found}
         print(f"{c.id:4s} {head:{width}s}  {c.statement}")
         for v in found:
             print(f"{'':4s} {'':{width}s}  {v.evidence}: {v.label()}; {v.summary()}")
-    print("; ".join(f"{k}: {counts.get(k, 0)}" for k in claims.VERDICTS))
+    print("; ".join(f"{k}: {n}" for k, n in counts.items()) + f" (read from {artifacts_dir() / 'verdicts'}"
+          + (f": {', '.join(sorted(seen))} profile)" if seen else ")"))
     return 0
 
 
 def _rules(args: argparse.Namespace) -> int:
+    if (args.reason or args.reasons) and not args.write:
+        _error("rules", f"{'--reason' if args.reason else '--reasons'}: only with --write")
+    _json_file("rules", "--file", args.file, must_exist=not args.write)
+    _json_file("rules", "--reasons", args.reasons)
     if args.write:
         reason: str | dict[str, str] = args.reason
         if args.reasons is not None:
             reason = json.loads(args.reasons.read_text())
         if not reason:
-            _parser().error("--write: needs --reason or --reasons (kept in each changed rule's history)")
+            _error("rules", "--write: needs --reason or --reasons (kept in each changed rule's history)")
         try:
             changed = ledger.write_rules(reason, path=args.file)
         except ValueError as err:
@@ -275,12 +332,19 @@ def _store(args: argparse.Namespace) -> int:
     device the store cannot be verified on)."""
     for flag, value, low in (("steps", args.steps, 1), ("horizon", args.horizon, 0)):
         if value is not None and args.action != "verify":
-            _parser().error(f"--{flag}: only with verify")
+            _error("store", f"--{flag}: only with verify")
         if value is not None and value < low:
-            _parser().error(f"--{flag}: must be an integer >= {low}; got {value}")
+            _error("store", f"--{flag}: must be an integer >= {low}; got {value}")
+    if args.root is not None and not args.root.is_dir():
+        _error("store", f"--root: no folder {args.root}; give the folder that holds stores/ (a checkout of the book)")
     horizon = store.HORIZON if args.horizon is None else args.horizon
     items = store.stored_ids(args.root)
     if args.experiment is not None:
+        try:
+            experiments.resolve(args.experiment)
+        except ValueError:
+            _error("store", f"experiment: no experiment or figure {args.experiment!r}; the stored runs under "
+                            f"{store.store_dir(args.root)}: {', '.join(dict.fromkeys(e for e, _ in items)) or 'none'}")
         items = [(args.experiment, args.profile)]
     if not items:
         print(f"no stored run under {store.store_dir(args.root)}")
@@ -326,11 +390,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             os.environ[device.ENV] = str(device.resolve(args.device))
         except ValueError as err:
-            _parser().error(f"--{err}")
+            _error(args.command, f"--{err}")
     if getattr(args, "jobs", None) is not None:  # scansnap.parallel reads it in every fan-out of this process
         try:
             os.environ[parallel.JOBS] = str(parallel.jobs(args.jobs))
         except ValueError as err:
-            _parser().error(str(err))
+            _error(args.command, str(err))
     commands = {"reproduce": _reproduce, "store": _store, "claims": _claims, "rules": _rules, "data": _data}
     return commands[args.command](args)

@@ -27,7 +27,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, LogFormatterSciNotation, LogLocator, NullFormatter, StrMethodFormatter
 
-from scansnap import profiles, provenance
+from scansnap import figure_cite, profiles, provenance
 from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir, atomic_write, dump_json, jsonable, source_checkout
 
@@ -220,8 +220,10 @@ def citation() -> dict[str, str]:
 
 
 def bibtex(record: FigureRecord) -> str:
-    """A ready BibTeX entry for citing one figure of the book: version, commit, profile and the anchor URL
-    (the site address is ``url`` of ``CITATION.cff``)."""
+    """A ready BibTeX entry for citing one figure of the book: version, commit, profile and the anchor URL (the site
+    address is ``url`` of ``CITATION.cff``); its note names the verdicts the figure is the evidence of, each with its
+    kind of evidence and protocol label (:func:`scansnap.figure_cite.verdict_lines`), the command that re-makes it
+    and the one that checks it (:func:`scansnap.figure_cite.check_command`)."""
     meta = citation()
     paper = paper_figure(record)
     what = f"{paper} of the paper, re-made" if paper else "Figure"
@@ -233,8 +235,9 @@ def bibtex(record: FigureRecord) -> str:
         "year": record.date[:4],
         "version": record.version,
         "url": f"{site}{record.anchor}",
-        "note": f"scansnap {record.version}, commit {commit}, profile {record.profile}; re-make and check: "
-                f"python -m scansnap reproduce {record.id} --profile {record.profile} --check",
+        "note": f"scansnap {record.version}, commit {commit}, profile {record.profile}; verdicts: "
+                + (", ".join(f"[{line}]" for line in figure_cite.verdict_lines(record)) or "none (an illustration)")
+                + f"; re-make: {record.command}; check: {figure_cite.check_command(record)}",
     }
     width = max(map(len, fields))
     body = ",\n".join(f"  {k:<{width}} = {{{v}}}" for k, v in fields.items())
@@ -262,7 +265,7 @@ def gallery_markdown(headlines: Mapping[str, str], base: str = "", out: Path | N
                                f'**{headlines.get(c, "not yet checked")}**' for c in r.claims)
         verdicts = verdicts or "none (an illustration)"
         remake = (f"<code>python -m scansnap reproduce {r.id} --profile {r.profile}</code><br>"
-                  f"check against the published data: add <code>--check</code>"
+                  f"check it: <code>{figure_cite.check_command(r)}</code>"
                   + (f"<br>protocol ({r.profile} profile): {html.escape(r.protocol)}" if r.protocol else ""))
         # braces as entities: MyST's substitution extension would read "{{" in the page as a template
         entry = html.escape(bibtex(r)).replace("{", "&#123;").replace("}", "&#125;")

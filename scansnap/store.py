@@ -34,6 +34,7 @@ import platform
 import shutil
 import tempfile
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,8 @@ class StaleStoreError(RuntimeError):
 
 
 class TamperedStoreError(ValueError):
-    """A stored array whose digest differs from the one its provenance recorded."""
+    """A stored array whose digest differs from the one its provenance recorded, a ``result.npz`` that cannot be
+    read, or a ``provenance.json`` whose ``config`` or ``functions`` no longer give its recorded hash."""
 
 
 class UnverifiableError(ValueError):
@@ -272,7 +274,11 @@ def problems(exp: Experiment, profile: str = "paper", root: Path | None = None) 
     except FileNotFoundError as e:
         return [Problem(FileNotFoundError, str(e))]
     refresh = f"refresh it: {prov.command}"
-    found = []
+    found = [Problem(TamperedStoreError, f"{exp.id}/{profile}: provenance.json was altered: the hash of its {what} "
+                                         f"differs from its recorded {key}; {refresh}")
+             for what, key, ok in (("config", "config_hash", _hash(prov.config) == prov.config_hash),
+                                   ("functions", "code_hash", codehash.code_hash(prov.functions) == prov.code_hash))
+             if not ok]
     now = exp.config.preset(profile).to_dict()
     if _hash(now) != prov.config_hash:
         changed = sorted(k for k in now if now[k] != prov.config.get(k))
@@ -284,7 +290,10 @@ def problems(exp: Experiment, profile: str = "paper", root: Path | None = None) 
         found.append(Problem(StaleStoreError, f"{exp.id}/{profile}: stale: the library code it runs changed since it "
                                               f"was stored ({', '.join(changed) or 'the functions it executes'}); "
                                               f"{refresh}"))
-    digests = _digests(folder / "result.npz")
+    try:
+        digests = _digests(folder / "result.npz")
+    except (OSError, ValueError, zipfile.BadZipFile) as e:  # missing, truncated or not an npz
+        return [*found, Problem(TamperedStoreError, f"{exp.id}/{profile}: result.npz cannot be read ({e}); {refresh}")]
     bad = sorted(k for k in {*digests, *prov.digests} if prov.digests.get(k) != digests.get(k))
     if bad:
         found.append(Problem(TamperedStoreError, f"{exp.id}/{profile}: arrays {bad} differ from their recorded "

@@ -86,6 +86,22 @@ def test_record_and_read_back(artifacts: Path) -> None:
     assert not list((artifacts / "verdicts").glob("*.tmp"))  # written through a temporary file, then renamed
 
 
+def test_verdicts_of_another_version_are_refused_by_name(artifacts: Path, capsys) -> None:
+    """A referee whose scansnap is older or newer than the build they read gets the file and what to do (exit 2 from
+    ``claims``), not a traceback."""
+    from scansnap.cli import main
+
+    claims.record(_verdict("C4", "derivation", 0.0))
+    path = artifacts / "verdicts" / "C4.json"
+    data = json.loads(path.read_text())
+    data["verdicts"][0]["a_later_field"] = "x"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"^verdicts: .*C4.json was recorded by another version of scansnap"):
+        claims.verdicts("C4")
+    assert main(["claims"]) == 2
+    assert "rebuild the book with this one (make book)" in capsys.readouterr().err
+
+
 def test_one_verdict_per_evidence_kind_and_the_headline_is_the_weakest() -> None:
     claims.record(_verdict("C19", "derivation", 0.0))
     assert claims.headline("C19") == "verified"

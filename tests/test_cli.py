@@ -46,6 +46,8 @@ def test_check_passes_on_the_published_data(published: Path, capsys) -> None:
     assert _check(published) == 0
     out = capsys.readouterr().out
     assert "OK: byte-equal" in out and "profile smoke" in out
+    commit = json.loads((published / "figures" / f"{FIGURE}.json").read_text())["commit"]
+    assert f"re-made with profile smoke at commit {commit}" in out and f"at commit {commit})" in out  # both named
     after = {p.name: p.read_bytes() for p in (published / "figures").iterdir()}
     assert after == before, "--check must not write into the published folder"
 
@@ -144,6 +146,12 @@ def test_reproduce_lists_every_file_it_writes_and_times_its_run(tmp_path: Path, 
         (["store", "verify", "--steps", "0"], "--steps"),
         (["store", "verify", "--horizon", "-1"], "--horizon"),
         (["reproduce", FIGURE, "--check", "--store"], "--store"),
+        (["store", "list", "--root", "/no/such/folder"], "--root"),
+        (["store", "verify", "no-such-experiment"], "experiment"),
+        (["claims", "--check-lock", "--lock", "/no/such/lock.json"], "--lock"),
+        (["rules", "--check", "--file", "/no/such/rules.json"], "--file"),
+        (["rules", "--write", "--reasons", "/no/such/reasons.json"], "--reasons"),
+        (["rules", "--reason", "why"], "--reason"),
     ],
 )
 def test_argument_errors_name_the_flag(argv: list[str], flag: str, capsys) -> None:
@@ -151,3 +159,64 @@ def test_argument_errors_name_the_flag(argv: list[str], flag: str, capsys) -> No
         main(argv)
     assert exc.value.code == 2
     assert f"error: {flag}:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["claims", "--check-lock", "--lock"], ["rules", "--check", "--file"]])
+def test_a_lock_file_that_is_not_json_is_named(argv: list[str], tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "lock.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, str(bad)])
+    assert exc.value.code == 2
+    assert f"error: {argv[-1]}: {bad} is not a JSON file" in capsys.readouterr().err
+
+
+def test_check_lock_before_a_build_says_to_build_first(tmp_path: Path, monkeypatch, capsys) -> None:
+    """With no verdict recorded (no build yet) there is nothing to compare: exit 2 saying what to do, not one
+    CHANGED line per locked verdict."""
+    monkeypatch.setenv("SCANSNAP_ARTIFACTS", str(tmp_path))
+    assert main(["claims", "--check-lock"]) == 2
+    captured = capsys.readouterr()
+    assert "CHANGED" not in captured.out and "build the book first (make book)" in captured.err
+
+
+def test_an_error_after_parsing_shows_its_command_and_no_figure_ids(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "fig-paper-6", "--jobs", "0"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "python -m scansnap reproduce: error: --jobs:" in err and "figure ids" not in err
+
+
+def test_check_of_a_stored_figure_points_at_store_verify(tmp_path: Path, monkeypatch, capsys) -> None:
+    """fig-paper-7 is published from stores/ch8-freeze: --check says that store verify checks it in seconds and that
+    the whole re-make drifts on another machine (the re-make itself is stubbed out here: an hour at the paper
+    profile)."""
+    from scansnap import cli
+
+    (tmp_path / "figures").mkdir()
+    record = {"id": "fig-paper-7", "caption": "", "chapter": "book/chapters/08-wikitext", "claims": [], "params": {},
+              "profile": "paper", "version": "0", "commit": "0", "wall_time_s": 0.0, "date": "", "command": "",
+              "files": {"data": "fig-paper-7.csv"}}
+    (tmp_path / "figures" / "fig-paper-7.json").write_text(json.dumps(record))
+    monkeypatch.setattr(cli, "_remake", lambda *a: pytest.fail("re-made before the data were found"))
+    argv = ["reproduce", "fig-paper-7", "--check", "--against", str(tmp_path), "--quiet"]
+    assert main(argv) == 2  # the published data file is missing: stops before the re-make
+    err = capsys.readouterr().err
+    assert "`python -m scansnap store verify ch8-freeze` checks that run in seconds" in err
+    assert "--against: the published data" in err
+
+
+def test_store_from_a_dirty_checkout_is_refused_before_the_run(monkeypatch, capsys) -> None:
+    """A paper-profile run takes an hour or more: --store from a checkout with uncommitted changes is refused before it
+    (the store would be refused after it: its commit would read +dirty), exit 2 saying what to do."""
+    from scansnap import cli
+
+    monkeypatch.setattr(cli.provenance, "checkout", lambda root=None: cli.provenance.Checkout("0123abc", True))
+    monkeypatch.setattr(cli, "_remake", lambda *a: pytest.fail("ran before refusing"))
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", FIGURE, "--profile", "smoke", "--store", "--quiet"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "error: --store: the checkout has uncommitted changes to tracked files (0123abc+dirty)" in err
+    assert "commit or stash them (git status) first. Nothing was run" in err

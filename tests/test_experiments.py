@@ -100,4 +100,4 @@ def test_cli_claims_prints_the_ledger(tmp_path: Path, monkeypatch) -> None:
     cmd = [sys.executable, "-m", "scansnap", "claims"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert all(f"{c.id} " in out for c in claims.CLAIMS)
-    assert f"not yet checked: {len(claims.CLAIMS)}" in out
+    assert f"not yet checked: {len(claims.CLAIMS)} (read from {tmp_path / 'verdicts'})" in out

@@ -111,6 +111,36 @@ def test_bibtex_entry_names_version_commit_profile_and_anchor_url() -> None:
     assert entry.count("{") == entry.count("}")
 
 
+def test_bibtex_note_names_the_figures_verdicts_and_how_to_check_it() -> None:
+    """A citer cites "Figure N, verified": the note gives each verdict the figure is the evidence of (claim, kind of
+    evidence, label), the headline of a claim it bears on that no verdict of it covers, and the commands that
+    re-make and check it."""
+    rec = figures.save(_fig(), "fig-paper-6", {"x": [1]}, {}, caption="Figure 6 of the paper: entropy.",
+                       chapter="book/chapters/07-syn-medium", claims=["C1", "C2"])
+    rule = Rule("C1", "derivation", _Err, (at_most("err", "error", 1e-10, 1e-6),), alternative="an error of O(1)")
+    claims.record(rule.judge(_Err(0.0), _Cfg(), link=rec.anchor))
+    note = dict(re.findall(r"^  (\w+)\s*= \{(.*)\},?$", figures.bibtex(rec), re.M))["note"]
+    assert "verdicts: [C1 derivation: verified], [C2: not yet checked (the claim's headline)]" in note
+    assert note.endswith("; re-make: python -m scansnap reproduce fig-paper-6 --profile smoke; "
+                         "check: python -m scansnap reproduce fig-paper-6 --profile smoke --check")
+
+
+@pytest.mark.parametrize(("fig", "profile", "check"), [
+    ("fig-paper-7", "paper", "python -m scansnap store verify ch8-freeze"),  # made from stores/ch8-freeze/paper
+    ("fig-paper-7", "smoke", "python -m scansnap reproduce fig-paper-7 --profile smoke --check"),
+    ("fig-paper-6", "paper", "python -m scansnap reproduce fig-paper-6 --profile paper --check"),
+    ("fig-test", "paper", "python -m scansnap reproduce fig-test --profile paper --check"),
+])
+def test_a_figure_of_a_stored_run_is_checked_with_store_verify(fig: str, profile: str, check: str) -> None:
+    """Re-making a stored paper-protocol run takes an hour or more and drifts from the store past its first steps
+    on another machine: its figures are checked with ``store verify``, every other one with ``reproduce --check``."""
+    from types import SimpleNamespace
+
+    from scansnap import figure_cite
+
+    assert figure_cite.check_command(SimpleNamespace(id=fig, profile=profile, claims=[])) == check
+
+
 @pytest.mark.parametrize(("caption", "paper"), [("Figure 6 of the paper: x.", "Figure 6"),
                                                 ("Figures 11-12 of the paper, re-made.", "Figures 11-12"),
                                                 ("A figure unlike Figure 3 of the paper.", ""), ("Lemma 2.", "")])

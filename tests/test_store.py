@@ -203,6 +203,40 @@ def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_
     assert main(["store", "verify", "test-walk", "--root", str(tmp_path)]) == 1
 
 
+def _set_seed(folder: Path) -> None:
+    prov = json.loads((folder / "provenance.json").read_text())
+    prov["config"]["seed"] += 1
+    (folder / "provenance.json").write_text(json.dumps(prov))
+
+
+def _zero_function_hashes(folder: Path) -> None:
+    prov = json.loads((folder / "provenance.json").read_text())
+    prov["functions"] = {f: "0" * len(h) for f, h in prov["functions"].items()}
+    (folder / "provenance.json").write_text(json.dumps(prov))
+
+
+@pytest.mark.parametrize(("tamper", "words"), [
+    (_set_seed, "provenance.json was altered: the hash of its config differs from its recorded config_hash"),
+    (_zero_function_hashes, "the hash of its functions differs from its recorded code_hash"),
+    (lambda f: (f / "result.npz").write_bytes((f / "result.npz").read_bytes()[:100]), "result.npz cannot be read"),
+    (lambda f: (f / "result.npz").unlink(), "result.npz cannot be read"),
+], ids=["config", "functions", "truncated-npz", "missing-npz"])
+def test_a_tampered_provenance_or_unreadable_result_is_caught_by_name(walk, tmp_path: Path, monkeypatch, capsys,
+                                                                     tamper, words: str) -> None:
+    """A copy of a store altered by hand: another seed written into provenance.json (verify would re-run it and
+    agree), a changed function table, a truncated or missing result.npz: each is named, with the command that
+    re-makes the store; ``store list`` and ``verify`` exit 1 without a traceback."""
+    exp, _ = walk
+    tamper(_store(exp, tmp_path))
+    assert any(words in p and "refresh it: python -m scansnap reproduce" in p for p in store.check(exp, root=tmp_path))
+    with pytest.raises(store.TamperedStoreError, match=words.split(":")[0]):
+        store.load(exp, root=tmp_path)
+    monkeypatch.setattr(experiments, "resolve", lambda target: exp)
+    for action in ("list", "verify"):
+        assert main(["store", action, "test-walk", "--root", str(tmp_path)]) == 1
+        assert words in capsys.readouterr().out
+
+
 def test_verify_compares_the_checkpoints_of_the_rerun_prefix(walk, tmp_path: Path) -> None:
     """A re-run that differs (here: another seed) is caught at the checkpoints both runs have up to the horizon,
     and a re-run within the tolerance passes."""
