@@ -232,12 +232,11 @@ def _check(args: argparse.Namespace) -> int:
         print(f"--profile: the published {args.figure} was made with profile {published.profile}; "
               f"got {args.profile} (leave --profile out)", file=sys.stderr)
         return 2
-    check = figure_cite.check_command(published)
-    if "store verify" in check:
-        print(f"note: {args.figure} was made from a stored run; `{check}` checks that run in seconds. This re-make "
-              "runs the whole paper protocol (an hour or more on 2 cores), and on another machine than the one that "
-              "made the store its numbers drift from the store's past the first steps, so expect a MISMATCH there",
-              file=sys.stderr)
+    if figure_cite.stored_experiment(published) is not None:
+        print(f"note: {args.figure} was made from a stored run; `{figure_cite.check_command(published)}` checks that "
+              "run in seconds. This re-make runs the whole paper protocol (an hour or more on 2 cores), and on another "
+              "machine than the one that made the store its numbers drift from the store's past the first steps, so "
+              "expect a MISMATCH there", file=sys.stderr)
     data = against / "figures" / published.files["data"]
     if not data.is_file():
         print(f"--against: the published data {data} are missing", file=sys.stderr)

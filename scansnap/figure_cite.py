@@ -15,7 +15,7 @@ from typing import Protocol
 
 from scansnap import claims, manifest
 
-__all__ = ["check_command", "verdict_lines"]
+__all__ = ["check_command", "stored_experiment", "verdict_lines"]
 
 
 class Cited(Protocol):
@@ -43,15 +43,22 @@ def verdict_lines(record: Cited) -> list[str]:
     return lines
 
 
-def check_command(record: Cited) -> str:
-    """The command that checks figure ``record`` as published: ``python -m scansnap store verify <experiment>`` for
-    a figure of a stored experiment (``Entry.stored`` in :mod:`scansnap.manifest`) published at the ``paper``
-    profile (Figure 7 of Chapter 8: ``store verify ch8-freeze``), else ``python -m scansnap reproduce <id> --profile
-    <profile> --check`` (also for an id the manifest does not list)."""
+def stored_experiment(record: Cited) -> str | None:
+    """The id of the stored experiment (``Entry.stored`` in :mod:`scansnap.manifest`) whose run figure ``record``
+    was published from at the ``paper`` profile (Figure 7 of Chapter 8: ``"ch8-freeze"``), else ``None`` (also for
+    an id the manifest does not list)."""
     try:
         entry = manifest.owner(record.id)
     except ValueError:
-        entry = None
-    if entry is not None and entry.stored and record.profile == "paper":
-        return f"python -m scansnap store verify {entry.id}"
+        return None
+    return entry.id if entry.stored and record.profile == "paper" else None
+
+
+def check_command(record: Cited) -> str:
+    """The command that checks figure ``record`` as published: ``python -m scansnap store verify <experiment>`` for
+    a figure of a stored run (:func:`stored_experiment`), else ``python -m scansnap reproduce <id> --profile
+    <profile> --check``."""
+    stored = stored_experiment(record)
+    if stored is not None:
+        return f"python -m scansnap store verify {stored}"
     return f"python -m scansnap reproduce {record.id} --profile {record.profile} --check"

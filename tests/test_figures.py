@@ -138,7 +138,9 @@ def test_a_figure_of_a_stored_run_is_checked_with_store_verify(fig: str, profile
 
     from scansnap import figure_cite
 
-    assert figure_cite.check_command(SimpleNamespace(id=fig, profile=profile, claims=[])) == check
+    record = SimpleNamespace(id=fig, profile=profile, claims=[])
+    assert figure_cite.check_command(record) == check
+    assert figure_cite.stored_experiment(record) == ("ch8-freeze" if "store verify" in check else None)
 
 
 @pytest.mark.parametrize(("caption", "paper"), [("Figure 6 of the paper: x.", "Figure 6"),
