@@ -25,7 +25,7 @@ try:  # POSIX; elsewhere chapters execute one at a time (make book's BOOK_JOBS=1
 except ImportError:  # pragma: no cover
     fcntl = None
 
-from scansnap import manifest, profiles
+from scansnap import manifest, profiles, provenance
 from scansnap._checks import check_choice
 from scansnap._io import artifacts_dir, atomic_write, dump_json
 from scansnap.verdicts import EVIDENCE, LEVELS, THEORY_KINDS, TRAINING_KINDS, Verdict, worst
@@ -327,12 +327,12 @@ def _exclusive():
 def record(*made: Verdict) -> list[Verdict]:
     """Record verdicts made by rules (:meth:`scansnap.verdicts.Rule.judge`); each replaces the verdict of
     the same claim on the same kind of evidence (under a lock, so that two chapters executing at once keep both
-    their verdicts of one claim). Returns them with their time stamps."""
-    stamped = []
+    their verdicts of one claim). Returns them stamped with the time, the profile and the commit."""
+    stamped, commit = [], provenance.git_commit()
     for v in made:
         if not isinstance(v, Verdict):
             raise ValueError(f"made: must be Verdict objects returned by a rule; got {type(v).__name__}")
-        v = v.stamped(profiles.current())
+        v = v.stamped(profiles.current(), commit)
         with _exclusive():
             kept = [old for old in verdicts(v.claim) if old.evidence != v.evidence]
             atomic_write(_path(v.claim), dump_json({"claim": v.claim, "verdicts": [asdict(x) for x in [*kept, v]]}))

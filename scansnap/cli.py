@@ -292,12 +292,12 @@ def _print_ledger() -> int:
     width, counts, seen = max(len(v) for v in claims.VERDICTS), dict.fromkeys(claims.VERDICTS, 0), set()
     for c, head, found in claims.ledger():
         counts[head] += 1
-        seen |= {v.profile for v in found}
+        seen |= {f"{v.profile} profile, commit {v.commit[:12] or 'not recorded'}" for v in found}
         print(f"{c.id:4s} {head:{width}s}  {c.statement}")
         for v in found:
             print(f"{'':4s} {'':{width}s}  {v.evidence}: {v.label()}; {v.summary()}")
     print("; ".join(f"{k}: {n}" for k, n in counts.items()) + f" (read from {artifacts_dir() / 'verdicts'}"
-          + (f": {', '.join(sorted(seen))} profile)" if seen else ")"))
+          + (f": {'; '.join(sorted(seen))})" if seen else ")"))
     return 0
 
 

@@ -206,8 +206,8 @@ def _history(entries: list[dict[str, Any]]) -> str:
 
 def _verdict_block(v: Verdict, row: LedgerRow, base: str) -> str:
     link = v.link or f"{row.claim.chapter}.html"
-    items = [f"rule: {_e(v.rule)}", f"protocol: {_e(v.protocol)}" + (f" (profile {_e(v.profile)})" if v.profile
-                                                                     else ""),
+    made = ([f"profile {v.profile}"] if v.profile else []) + ([f"commit {v.commit[:12]}"] if v.commit else [])
+    items = [f"rule: {_e(v.rule)}", f"protocol: {_e(v.protocol)}" + (f" ({_e(', '.join(made))})" if made else ""),
              f"numbers: {_e(numbers_text(v.numbers))}" + (f" (the criteria alone: {_e(v.criteria_level)})"
                                                           if v.criteria_level else "")]
     if v.control_level:

@@ -114,6 +114,8 @@ class Verdict:
         profile: the profile the verdict was recorded under (set by :func:`scansnap.claims.record`).
         outcome: what decided the level (:class:`Outcome`): ``CRITERIA`` for a verdict the criteria gave, else why
             it is inconclusive (what code reads; :attr:`reason` is its words).
+        commit: the git commit of the code that made it, as :func:`scansnap.provenance.git_commit` writes it (set
+            by :func:`scansnap.claims.record`).
         criteria_level: for an inconclusive verdict, the level its criteria alone gave on the run's numbers (what
             the run says before its control, a cut the mechanism depends on or too small an effect undecided it);
             else "" (the level is the criteria's).
@@ -136,6 +138,7 @@ class Verdict:
     profile: str = ""
     outcome: Outcome = Outcome.CRITERIA
     criteria_level: str = ""
+    commit: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "level", Level(check_choice("level", self.level, [*map(str, Level)])))
@@ -162,10 +165,10 @@ class Verdict:
                                    reason=f"{outcome}: {detail.strip()}" if detail.strip() else str(outcome),
                                    criteria_level=self.criteria_level or str(self.level))
 
-    def stamped(self, profile: str) -> Verdict:
-        """This verdict with ``recorded`` set to now and ``profile`` set."""
+    def stamped(self, profile: str, commit: str = "") -> Verdict:
+        """This verdict with ``recorded`` set to now, ``profile`` and ``commit`` set."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        return dataclasses.replace(self, recorded=now, profile=profile)
+        return dataclasses.replace(self, recorded=now, profile=profile, commit=commit)
 
     def summary(self) -> str:
         """The numbers the rule used, e.g. ``"max_error = 4.4e-16; instances = 200"`` (for an inconclusive verdict,

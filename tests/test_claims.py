@@ -10,7 +10,7 @@ import pytest
 from conftest import names
 from verdict_fixtures import Cfg, Err
 
-from scansnap import claims
+from scansnap import claims, provenance
 from scansnap.verdicts import TRAINING_KINDS, Rule, Verdict, at_most
 
 NOTES = Path(__file__).resolve().parents[2] / "shared" / "paper" / "notes.md"
@@ -81,6 +81,7 @@ def test_record_and_read_back(artifacts: Path) -> None:
     claims.record(_verdict("C4", "derivation", 1e-8))
     (v,) = claims.verdicts("C4")
     assert (v.level, v.evidence) == ("partly verified", "derivation") and v.recorded
+    assert v.commit == provenance.git_commit()  # a citer can say at which commit a verdict was reached
     on_disk = json.loads((artifacts / "verdicts" / "C4.json").read_text())
     assert on_disk["claim"] == "C4" and on_disk["verdicts"][0]["level"] == "partly verified"
     assert not list((artifacts / "verdicts").glob("*.tmp"))  # written through a temporary file, then renamed
