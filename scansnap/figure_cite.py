@@ -56,8 +56,8 @@ def stored_experiment(record: Cited) -> str | None:
 
 def check_command(record: Cited) -> str:
     """The command that checks figure ``record`` as published: ``python -m scansnap store verify <experiment>`` for
-    a figure of a stored run (:func:`stored_experiment`), else ``python -m scansnap reproduce <id> --profile
-    <profile> --check``."""
+    a figure of a stored run (:func:`stored_experiment`; Figure 7 of Chapter 8: ``store verify ch8-freeze``), else
+    ``python -m scansnap reproduce <id> --profile <profile> --check``."""
     stored = stored_experiment(record)
     if stored is not None:
         return f"python -m scansnap store verify {stored}"

@@ -56,6 +56,7 @@ EXEMPT = {
     "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored runs)",
     "scansnap.store": "stored runs: long runs made once, stored with provenance, checked by the build",
     "scansnap.cli": "the command line (python -m scansnap)",
+    "scansnap.cli_parser": "the command line's arguments (python -m scansnap)",
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",
     "scansnap.experiments.base": "the Experiment and FigureSpec types of DESIGN.md",
     "scansnap.criteria": "a verdict rule's criterion and thresholds (DESIGN.md, the claims ledger)",

@@ -187,12 +187,17 @@ def test_the_strict_build_cannot_show_a_stale_store(walk, tmp_path: Path, monkey
         book.stored(exp)
 
 
-def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_path: Path, monkeypatch) -> None:
+def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_path: Path, monkeypatch,
+                                                                      capsys) -> None:
     exp, _ = walk
     folder = _store(exp, tmp_path)
     assert store.verify(exp, steps=20, root=tmp_path) == []
     monkeypatch.setattr(experiments, "resolve", lambda target: exp)
+    capsys.readouterr()
     assert main(["store", "verify", "test-walk", "--steps", "20", "--root", str(tmp_path)]) == 0
+    assert f"(steps 0-{store.HORIZON} re-run and compared, " in capsys.readouterr().out  # what the OK stands for
+    assert main(["store", "verify", "test-walk", "--steps", "3", "--root", str(tmp_path)]) == 0
+    assert "(steps 0-3 re-run and compared, " in capsys.readouterr().out  # a shorter re-run compares less, and says so
     with np.load(folder / "result.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
     arrays["position"] = arrays["position"].copy()
