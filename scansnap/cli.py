@@ -43,6 +43,7 @@ from scansnap import (
     parallel,
     provenance,
     store,
+    store_verify,
     wikitext,
     wikitext_check,
 )
@@ -245,7 +246,7 @@ def _store(args: argparse.Namespace) -> int:
             exp = experiments.resolve(exp_id)
             problems = store.check(exp, profile, args.root)
             if args.action == "verify" and not problems:
-                problems = store.verify(exp, profile, args.steps, args.root, horizon=horizon, device=args.device)
+                problems = store_verify.verify(exp, profile, args.steps, args.root, horizon=horizon, device=args.device)
                 upto = horizon if args.steps is None or exp.prefix is None else min(args.steps, horizon)
                 ran = f"steps 0-{upto} re-run and compared, "
         except store.UnverifiableError as err:

@@ -18,10 +18,10 @@ a page edit leaves hours of stored runs current, and a one-token change of the r
 A page shows it with :func:`scansnap.book.stored`, which calls :func:`load`: a store whose configuration or
 library hash differs from the current code raises :class:`StaleStoreError` (naming the store and the command that
 refreshes it), so the strict build fails rather than show a stale run; an array whose digest differs raises
-:class:`TamperedStoreError`. :func:`verify` re-runs the first steps of a stored run from its recorded seeds
-(:attr:`scansnap.experiments.base.Experiment.prefix`: exactly the compared steps) and compares them with the stored
-checkpoints up to :data:`HORIZON` (past it, another machine's float sums have made SGD diverge: the later
-checkpoints are held by their digests, and re-made, not re-compared), on a device its provenance allows
+:class:`TamperedStoreError`. :func:`scansnap.store_verify.verify` re-runs the first steps of a stored run
+from its recorded seeds (:attr:`scansnap.experiments.base.Experiment.prefix`: exactly the compared steps) and compares
+them with the stored checkpoints up to :data:`HORIZON` (past it, another machine's float sums have made SGD diverge:
+the later checkpoints are held by their digests, and re-made, not re-compared), on a device its provenance allows
 (:attr:`Provenance.verifiable_on`).
 """
 
@@ -35,7 +35,7 @@ import shutil
 import tempfile
 import time
 import zipfile
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -46,29 +46,23 @@ import torch
 import scansnap
 from scansnap import codehash, parallel, provenance, results
 from scansnap import device as device_mod
-from scansnap._checks import check_choice, check_int
+from scansnap._checks import check_choice
 from scansnap._io import atomic_write, dump_json, source_checkout
 from scansnap.experiments.base import Experiment
 
-__all__ = ["MAX_BYTES", "DirtyCheckoutError", "Problem", "Provenance", "StaleStoreError", "Stored",
-           "TamperedStoreError", "UnverifiableError",
-           "check", "HORIZON", "code", "config_of", "load", "problems", "read", "read_provenance", "size",
-           "store", "store_dir",
-           "stored_ids", "verify"]
+__all__ = ["HORIZON", "MAX_BYTES", "DirtyCheckoutError", "Problem", "Provenance", "StaleStoreError", "Stored",
+           "TamperedStoreError", "UnverifiableError", "check", "code", "config_of", "load", "problems", "read",
+           "read_provenance", "size", "store", "store_dir", "stored_ids"]
 
 MAX_BYTES = 20 * 2**20
 """The most the whole ``stores/`` folder may hold in git (``tests/test_store.py`` enforces it)."""
-RTOL, ATOL = 1e-4, 1e-6
-""":func:`verify`'s tolerance: a re-run on another CPU (or a GPU against a CPU) differs in the last bits of its
-float sums (about 1e-7 relative at initialization and in the first steps); a wrong seed, rate, text or code
-differs at O(1)."""
 HORIZON = 5
-""":func:`verify` compares the checkpoints at steps up to this one (step 0: the initialization and the data;
-steps 1-5: the first training losses). SGD on the Chapter 8 language model grows a last-bit difference about
-tenfold every two or three steps: a re-run of ``ch8-freeze-deep`` on another 2-core AMD EPYC host than the one
-that made it differed from the store by 6e-7 relative at step 5, 4e-5 at step 12, 2e-3 at step 16 and 5e-2 at
-step 50, where the default re-run used to be compared (and failed at 1e3 times the tolerance). On the machine
-that made a store, a larger horizon compares more (``--horizon``)."""
+""":func:`scansnap.store_verify.verify` compares the checkpoints at steps up to this one (step 0: the initialization
+and the data; steps 1-5: the first training losses). SGD on the Chapter 8 language model grows a last-bit
+difference about tenfold every two or three steps: a re-run of ``ch8-freeze-deep`` on another 2-core AMD EPYC host
+than the one that made it differed from the store by 6e-7 relative at step 5, 4e-5 at step 12, 2e-3 at step 16 and
+5e-2 at step 50, where the default re-run used to be compared (and failed at 1e3 times the tolerance). On the
+machine that made a store, a larger horizon compares more (``--horizon``)."""
 _PACKAGE_ROOT = Path(scansnap.__file__).resolve().parent.parent
 
 
@@ -82,7 +76,8 @@ class TamperedStoreError(ValueError):
 
 
 class UnverifiableError(ValueError):
-    """A :func:`verify` asked on a device the store cannot be verified on (:attr:`Provenance.verifiable_on`)."""
+    """A :func:`scansnap.store_verify.verify` asked on a device the store cannot be verified on
+    (:attr:`Provenance.verifiable_on`)."""
 
 
 @dataclass(frozen=True)
@@ -97,12 +92,13 @@ class Provenance:
     ``device``: the kind of device the run computed on (:func:`scansnap.device.kind`: ``"cpu"``, ``"mps"``,
     ``"cuda (<GPU model>)"``); ``floats``: the process's float settings when it was stored
     (:func:`scansnap.device.floats`: matmul precision, TF32, deterministic algorithms, default dtype; ``{}``: not
-    recorded, as in stores made before 2026-11-27). ``verifiable_on``: the device kinds :func:`verify` may re-run it
-    on; a store that does not record it reads as its own ``device``. The rule: a store made on a CPU is verified on
-    any CPU (another CPU's float sums differ in their last bits, within :data:`RTOL`/:data:`ATOL` up to
-    :data:`HORIZON`); a store made on a GPU on that GPU model only, since draws made on the device (e.g. dropout
-    from its generator) and its float sums are not the CPU's, and no test has shown them to agree within the
-    tolerance. A kind is added only where a test shows agreement."""
+    recorded, as in stores made before 2026-11-27). ``verifiable_on``: the device kinds
+    :func:`scansnap.store_verify.verify` may re-run it on; a store that does not record it reads as its own
+    ``device``. The rule: a store made on a CPU is verified on any CPU (another CPU's float sums differ in their last
+    bits, within :data:`scansnap.store_verify.RTOL` / :data:`scansnap.store_verify.ATOL` up to :data:`HORIZON`); a
+    store made on a GPU on that GPU model only, since draws made on the device (e.g. dropout from its generator) and
+    its float sums are not the CPU's, and no test has shown them to agree within the tolerance. A kind is added only
+    where a test shows agreement."""
 
     experiment: str
     profile: str
@@ -165,10 +161,10 @@ def _hash(obj: object) -> str:
 
 def code(exp: Experiment, config: Any) -> tuple[str, dict[str, str]]:
     """``(hash, {function: its hash})`` of the code ``exp``'s run executes (:func:`scansnap.codehash.trace`), found
-    by running the prefix :func:`verify` re-runs (:attr:`~scansnap.experiments.base.Experiment.prefix` at
-    :data:`HORIZON` steps; the whole run of ``config`` when it has none) in this process on one thread. A prefix
-    executes the same functions as the whole run (``tests/test_store.py`` checks it for every stored
-    experiment)."""
+    by running the prefix :func:`scansnap.store_verify.verify` re-runs
+    (:attr:`~scansnap.experiments.base.Experiment.prefix` at :data:`HORIZON` steps; the whole run of ``config`` when
+    it has none) in this process on one thread. A prefix executes the same functions as the whole run
+    (``tests/test_store.py`` checks it for every stored experiment)."""
     run_config = exp.prefix(config, HORIZON) if exp.prefix is not None else config
     alone = {parallel.JOBS: "1", parallel.DASK: ""}  # runs in another process are not traced
     with mock.patch.dict(os.environ, alone), torch.random.fork_rng():
@@ -323,57 +319,6 @@ def stored_ids(root: Path | None = None) -> list[tuple[str, str]]:
     return sorted((p.parent.parent.name, p.parent.name) for p in base.glob("*/*/provenance.json"))
 
 
-def verify(exp: Experiment, profile: str = "paper", steps: int | None = None, root: Path | None = None,
-           rtol: float = RTOL, atol: float = ATOL, horizon: int = HORIZON,
-           device: str | torch.device | None = None) -> list[str]:
-    """Re-run the first ``steps`` steps of the stored run (default ``horizon``: exactly the compared steps, through
-    the experiment's :attr:`~scansnap.experiments.base.Experiment.prefix`; the whole run when it has none) from its
-    recorded configuration on ``device`` (:func:`scansnap.device.resolve`: default ``$SCANSNAP_DEVICE``, else the
-    CPU) and compare every checkpointed curve at the steps both runs have, up to step ``horizon``, within
-    ``rtol``/``atol`` (default :data:`RTOL` = 1e-4 relative, :data:`ATOL` = 1e-6, up to :data:`HORIZON` = step 5;
-    a curve the store holds only past ``horizon`` is left out; none compared at all is a mismatch). Returns the
-    mismatches (empty: equal).
-
-    Raises :class:`UnverifiableError` (a ``ValueError`` starting ``"device: "``) before running anything when the
-    device's kind (:func:`scansnap.device.kind`) is not one the store can be verified on
-    (:attr:`Provenance.verifiable_on`)."""
-    horizon = check_int("horizon", horizon, low=0)
-    dev = device_mod.resolve(device)
-    stored = load(exp, profile, root)
-    allowed = stored.provenance.verifiable_on
-    if device_mod.kind(dev) not in allowed:
-        raise UnverifiableError(
-            f"device: {exp.id}/{profile} was made on {stored.provenance.device} and can be verified on "
-            f"{', '.join(allowed)} only; got {dev} ({device_mod.kind(dev)}). Verify it with --device "
-            f"{allowed[0].split(' ')[0]} on such a machine, or re-make it here: {stored.provenance.command}")
-    config = config_of(exp, stored)
-    if exp.prefix is not None:
-        steps = max(horizon, 1) if steps is None else check_int("steps", steps, low=1)
-        config = exp.prefix(config, steps)
-    with mock.patch.dict(os.environ, {device_mod.ENV: str(dev)}):  # every trainer of the re-run reads it
-        again = exp.run(config, None)
-    pick = exp.checkpoints or _all_arrays
-    old, new = pick(stored.result), pick(again)
-    problems, compared = [], 0
-    for name, (s_new, v_new) in new.items():
-        s_old, v_old = old[name]
-        s_new, s_old = np.asarray(s_new), np.asarray(s_old)
-        if not (s_old <= horizon).any():
-            continue  # a curve the store has later only (a rate between checkpoints): nothing to compare
-        common, i_old, i_new = np.intersect1d(s_old, s_new[s_new <= horizon], return_indices=True)
-        a, b = np.asarray(v_old)[i_old], np.asarray(v_new)[i_new]
-        if not common.size:
-            problems.append(f"{name}: no common checkpoint up to step {horizon}")
-            continue
-        compared += 1
-        bad = ~np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=True).reshape(len(common), -1).all(axis=1)
-        if bad.any():
-            err = np.nanmax(np.abs(a - b) / (atol + rtol * np.abs(a)))
-            problems.append(f"{name}: differs at steps {common[bad].tolist()[:5]} (of {common.tolist()[:8]}) "
-                            f"by up to {err:.3g} x the tolerance")
-    return problems if compared else problems + [f"no curve has a checkpoint up to step {horizon}"]
-
-
 def _tuples(v: Any) -> Any:
     return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
 
@@ -381,16 +326,6 @@ def _tuples(v: Any) -> Any:
 def config_of(exp: Experiment, stored: Stored) -> Any:
     """The configuration that made ``stored`` (JSON lists back to the config's tuples)."""
     return exp.config(**{k: _tuples(v) for k, v in stored.provenance.config.items()})
-
-
-def _all_arrays(result: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Every numeric array field of a result, as one checkpoint (step 0): for experiments without ``checkpoints``."""
-    out = {}
-    for f in fields(result):
-        v = getattr(result, f.name)
-        if isinstance(v, np.ndarray | torch.Tensor) or (isinstance(v, float | int) and not isinstance(v, bool)):
-            out[f.name] = (np.array([0]), np.asarray(v)[None])
-    return out
 
 
 def size(root: Path | None = None) -> int:

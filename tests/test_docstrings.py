@@ -55,6 +55,7 @@ EXEMPT = {
     "scansnap.parallel": "where independent runs execute (SCANSNAP_JOBS, SCANSNAP_DASK): no result of the paper",
     "scansnap.codehash": "the functions a stored run executes and the hash of their syntax (stored runs)",
     "scansnap.store": "stored runs: long runs made once, stored with provenance, checked by the build",
+    "scansnap.store_verify": "re-running a stored run's first steps and comparing them (store verify)",
     "scansnap.cli": "the command line (python -m scansnap)",
     "scansnap.cli_parser": "the command line's arguments (python -m scansnap)",
     "scansnap.experiments": "the experiment registry (make, load_result, figure ids)",

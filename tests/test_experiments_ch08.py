@@ -89,7 +89,7 @@ def test_seeds_in_separate_processes_give_the_same_runs(freeze, monkeypatch) -> 
 def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freeze, tmp_path: Path) -> None:
     """The first steps of the same runs (every seed) reproduce the stored checkpoints exactly (what `store verify`
     relies on: nothing in a run depends on its total length), and a store with an altered map fails."""
-    from scansnap import store
+    from scansnap import store, store_verify
 
     folder = store.store(ch8.FREEZE, freeze.config, freeze.result, freeze.wall_time_s, profile="smoke",
                             root=tmp_path, allow_dirty=True)
@@ -102,7 +102,7 @@ def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freez
     assert (prefix.steps, prefix.every, prefix.shown, prefix.window, prefix.seeds) == (
         5, 5, (0, 5), 5, freeze.config.seeds[:1])  # exactly the compared steps, checkpointed at 0 and 5 only
     assert {k.split(".")[0] for k in ch8.freeze_checkpoints(freeze.result)} == {"seed1", "seed2"}
-    assert store.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path, rtol=0, atol=0) == []
+    assert store_verify.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path, rtol=0, atol=0) == []
     folder = tmp_path / "stores" / "ch8-freeze" / "smoke"
     with np.load(folder / "result.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
@@ -110,7 +110,7 @@ def test_a_stored_figure_7_verifies_by_its_prefix_and_a_tampered_one_fails(freez
     arrays[key] = arrays[key] * 1.001
     np.savez(folder / "result.npz", **arrays)
     with pytest.raises(store.TamperedStoreError, match="probe_maps"):
-        store.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path)
+        store_verify.verify(ch8.FREEZE, "smoke", steps=4, root=tmp_path)
 
 
 def test_snap_verdicts_are_c40a_c40b_p2_p3_from_both_experiments_each_against_its_control(freeze, deep) -> None:

@@ -63,13 +63,13 @@ def test_seeds_in_separate_processes_give_the_same_runs(made, monkeypatch) -> No
 
 @needs_data
 def test_a_stored_grid_verifies_by_its_prefix_and_a_tampered_one_fails(made, tmp_path: Path, _data) -> None:
-    from scansnap import store
+    from scansnap import store, store_verify
 
     store.store(ch8r.RATES, made.config, made.result, made.wall_time_s, profile="smoke", root=tmp_path,
                    allow_dirty=True)
     prefix = wr.rates_prefix(made.config, 3)
     assert (prefix.steps, prefix.every, prefix.seeds, prefix.lrs) == (3, 3, made.config.seeds[:1], made.config.lrs)
-    assert store.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path, rtol=0, atol=0) == []
+    assert store_verify.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path, rtol=0, atol=0) == []
     folder = tmp_path / "stores" / "ch8-rates" / "smoke"
     with np.load(folder / "result.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
@@ -77,7 +77,7 @@ def test_a_stored_grid_verifies_by_its_prefix_and_a_tampered_one_fails(made, tmp
     arrays[key] = arrays[key] * 1.001
     np.savez(folder / "result.npz", **arrays)
     with pytest.raises(store.TamperedStoreError, match="train_loss"):
-        store.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path)
+        store_verify.verify(ch8r.RATES, "smoke", steps=2, root=tmp_path)
 
 
 def _result(floor: np.ndarray, config: wr.RatesConfig | None = None, eta_t_only: bool = False,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from conftest import module_from_source
 
-from scansnap import book, experiments, manifest, store
+from scansnap import book, experiments, manifest, store, store_verify
 from scansnap.cli import main
 
 WALK = '''
@@ -191,7 +191,7 @@ def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_
                                                                       capsys) -> None:
     exp, _ = walk
     folder = _store(exp, tmp_path)
-    assert store.verify(exp, steps=20, root=tmp_path) == []
+    assert store_verify.verify(exp, steps=20, root=tmp_path) == []
     monkeypatch.setattr(experiments, "resolve", lambda target: exp)
     capsys.readouterr()
     assert main(["store", "verify", "test-walk", "--steps", "20", "--root", str(tmp_path)]) == 0
@@ -204,7 +204,7 @@ def test_verify_passes_on_a_fresh_store_and_fails_on_a_tampered_array(walk, tmp_
     arrays["position"][1, 0] += 1e-3
     np.savez(folder / "result.npz", **arrays)
     with pytest.raises(store.TamperedStoreError, match="position"):
-        store.verify(exp, steps=20, root=tmp_path)
+        store_verify.verify(exp, steps=20, root=tmp_path)
     assert main(["store", "verify", "test-walk", "--root", str(tmp_path)]) == 1
 
 
@@ -248,16 +248,17 @@ def test_verify_compares_the_checkpoints_of_the_rerun_prefix(walk, tmp_path: Pat
     exp, _ = walk
     _store(exp, tmp_path)
     other = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, seed=c.seed + 1))
-    problems = store.verify(other, steps=20, root=tmp_path, horizon=20)
+    problems = store_verify.verify(other, steps=20, root=tmp_path, horizon=20)
     assert len(problems) == 1 and problems[0].startswith("position: differs at steps [10, 20] (of [0, 10, 20])")
-    assert store.verify(other, steps=20, root=tmp_path, horizon=15)[0].startswith("position: differs at steps [10]")
+    first = store_verify.verify(other, steps=20, root=tmp_path, horizon=15)[0]
+    assert first.startswith("position: differs at steps [10]")
     jitter = dataclasses.replace(exp, checkpoints=lambda r: {"position": (r.steps, r.position * (1 + 1e-7))})
-    assert store.verify(jitter, steps=20, root=tmp_path, horizon=20) == []
-    assert store.verify(other, steps=20, root=tmp_path, horizon=5) == []  # every walk starts at 0
+    assert store_verify.verify(jitter, steps=20, root=tmp_path, horizon=20) == []
+    assert store_verify.verify(other, steps=20, root=tmp_path, horizon=5) == []  # every walk starts at 0
     late = dataclasses.replace(exp, checkpoints=lambda r: {"position": (r.steps[1:], r.position[1:])})
-    assert store.verify(late, steps=20, root=tmp_path) == ["no curve has a checkpoint up to step 5"]
+    assert store_verify.verify(late, steps=20, root=tmp_path) == ["no curve has a checkpoint up to step 5"]
     with pytest.raises(ValueError, match="horizon"):
-        store.verify(exp, root=tmp_path, horizon=-1)
+        store_verify.verify(exp, root=tmp_path, horizon=-1)
 
 
 def test_verify_stops_at_the_horizon_where_last_bits_have_grown_but_catches_a_wrong_run_within_it(
@@ -268,15 +269,15 @@ def test_verify_stops_at_the_horizon_where_last_bits_have_grown_but_catches_a_wr
     mod, _ = module
     exp = mod.LOGISTIC
     _store(exp, tmp_path)
-    assert store.verify(exp, root=tmp_path, horizon=60) == []
+    assert store_verify.verify(exp, root=tmp_path, horizon=60) == []
     mod.EPS = 1e-9
-    assert store.verify(exp, root=tmp_path, horizon=60)[0].startswith("x: differs at steps [")
-    assert store.verify(exp, root=tmp_path) == []
+    assert store_verify.verify(exp, root=tmp_path, horizon=60)[0].startswith("x: differs at steps [")
+    assert store_verify.verify(exp, root=tmp_path) == []
     mod.EPS = 0.0
     start = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, x0=c.x0 + 1e-3))
-    assert store.verify(start, root=tmp_path)[0].startswith("x: differs at steps [0, 1, 2, 3, 4]")
+    assert store_verify.verify(start, root=tmp_path)[0].startswith("x: differs at steps [0, 1, 2, 3, 4]")
     rate = dataclasses.replace(exp, prefix=lambda c, n: dataclasses.replace(c, steps=n, r=3.99))
-    assert store.verify(rate, root=tmp_path)[0].startswith("x: differs at steps [1, 2, 3, 4, 5] (of [0, 1, 2")
+    assert store_verify.verify(rate, root=tmp_path)[0].startswith("x: differs at steps [1, 2, 3, 4, 5] (of [0, 1, 2")
 
 
 def test_a_failed_store_leaves_nothing_behind(walk, tmp_path: Path) -> None:
@@ -361,7 +362,7 @@ def test_a_store_records_its_float_settings_and_the_devices_it_verifies_on(walk,
     text = prov.describe()
     assert "; float settings: " in text and "float32 matmul precision high" in text and "default dtype float32" in text
     assert "cuda matmul allow tf32 True" in text and "verifiable on cpu." in text
-    assert store.verify(exp, steps=20, root=tmp_path, device="cpu") == []
+    assert store_verify.verify(exp, steps=20, root=tmp_path, device="cpu") == []
 
 
 def test_a_provenance_made_before_float_settings_were_recorded_still_loads(walk, tmp_path: Path) -> None:
@@ -376,7 +377,7 @@ def test_a_provenance_made_before_float_settings_were_recorded_still_loads(walk,
     prov = store.read_provenance(exp, root=tmp_path)
     assert prov.floats == {} and prov.verifiable_on == ["cpu"]
     assert "float settings" not in prov.describe() and "verifiable on" not in prov.describe()
-    assert store.check(exp, root=tmp_path) == [] and store.verify(exp, steps=20, root=tmp_path) == []
+    assert store.check(exp, root=tmp_path) == [] and store_verify.verify(exp, steps=20, root=tmp_path) == []
     gpu = store.Provenance(**{**old, "device": "NVIDIA H100 80GB HBM3"})  # the GPU's bare name, as stored before
     assert gpu.verifiable_on == ["cuda (NVIDIA H100 80GB HBM3)"]
 
@@ -397,7 +398,7 @@ def test_verify_refuses_a_device_the_store_cannot_be_verified_on(walk, tmp_path:
     message = (r"^device: test-walk/paper was made on cuda \(NVIDIA H100 80GB HBM3\) and can be verified on "
                r"cuda \(NVIDIA H100 80GB HBM3\) only; got cpu \(cpu\)")
     with pytest.raises(store.UnverifiableError, match=message) as err:
-        store.verify(unrun, steps=20, root=tmp_path, device="cpu")
+        store_verify.verify(unrun, steps=20, root=tmp_path, device="cpu")
     assert isinstance(err.value, ValueError)
     monkeypatch.setattr(experiments, "resolve", lambda target: unrun)
     capsys.readouterr()
