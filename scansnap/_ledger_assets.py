@@ -84,8 +84,10 @@ STYLE = """<style>
   color: inherit; cursor: pointer; text-align: left; }
 .lp-root .lp-table th[aria-sort="ascending"] button::after { content: " \\25B2"; }
 .lp-root .lp-table th[aria-sort="descending"] button::after { content: " \\25BC"; }
-.lp-root .lp-table tr[hidden] { display: none !important; }
-.lp-root .lp-table tr:target, .lp-root .lp-table tr.lp-target { outline: 2px solid #0969da; outline-offset: -2px; }
+.lp-root .lp-table tr[hidden], .lp-root .lp-table tbody[hidden] { display: none !important; }
+.lp-root .lp-table tr.lp-row > td { border-bottom: 0; }
+.lp-root .lp-table tr.lp-detail > td { padding-top: 0; }
+.lp-root .lp-table tbody:has(> tr:target), .lp-root .lp-table tbody.lp-target { outline: 2px solid #0969da; outline-offset: -2px; }
 .lp-root .lp-table tr { scroll-margin-top: 5em; }
 .lp-root .lp-ev { display: inline-block; margin: 0 .2em .2em 0; padding: 0 .3em; border-radius: 3px;
   border: 1px solid #555; white-space: normal; overflow-wrap: normal; }
@@ -100,11 +102,11 @@ STYLE = """<style>
     clip: rect(0 0 0 0); }
   .lp-root .lp-table, .lp-root .lp-table tbody, .lp-root .lp-table tr, .lp-root .lp-table td { display: block;
     width: 100%; box-sizing: border-box; }
-  .lp-root .lp-table tr { border: 1px solid #bbb; border-radius: 6px; margin-bottom: .6em; }
+  .lp-root .lp-table tbody { border: 1px solid #bbb; border-radius: 6px; margin-bottom: .6em; }
   .lp-root .lp-table td { border: 0; padding: .2em .6em; min-width: 0; }
   .lp-root .lp-table td::before { content: attr(data-label); display: block; font-size: .78em; font-weight: 600;
     color: #555; }
-  .lp-root .lp-table td.lp-id::before { content: none; }
+  .lp-root .lp-table td.lp-id::before, .lp-root .lp-table tr.lp-detail > td::before { content: none; }
 }
 </style>"""
 
@@ -113,8 +115,9 @@ SCRIPT = """<script>
   "use strict";
   var root = document.getElementById("ledger");
   if (!root) return;
-  var tbody = root.querySelector("table.lp-table tbody");
-  var rows = Array.prototype.slice.call(tbody.rows);
+  var table = root.querySelector("table.lp-table");
+  var groups = Array.prototype.slice.call(table.tBodies);  // one per claim: its row and its detail row
+  var rows = groups.map(function (g) { return g.rows[0]; });
   var filters = Array.prototype.slice.call(root.querySelectorAll("[data-filter]"));
   var heads = Array.prototype.slice.call(root.querySelectorAll("th[data-sort]"));
   var picker = root.querySelector("select[data-sort-select]");
@@ -137,7 +140,7 @@ SCRIPT = """<script>
   function apply() {
     var shown = 0;
     rows.forEach(function (row) {
-      row.hidden = !matches(row);
+      row.hidden = row.parentNode.hidden = !matches(row);
       if (!row.hidden) shown += 1;
     });
     count.textContent = shown + " of " + rows.length + " claims shown";
@@ -150,7 +153,7 @@ SCRIPT = """<script>
     rows.slice().sort(function (a, b) {
       var d = value(a, key) - value(b, key);
       return (ascending ? d : -d) || value(a, "claim") - value(b, "claim");
-    }).forEach(function (row) { tbody.appendChild(row); });
+    }).forEach(function (row) { table.appendChild(row.parentNode); });
     heads.forEach(function (th) {
       var on = th.getAttribute("data-sort") === key;
       th.setAttribute("aria-sort", on ? (ascending ? "ascending" : "descending") : "none");
@@ -166,11 +169,12 @@ SCRIPT = """<script>
   function reveal() {
     var id = decodeURIComponent(window.location.hash.slice(1));
     var el = id ? document.getElementById(id) : null;
-    var row = el && el.closest ? el.closest("tr") : null;
-    rows.forEach(function (r) { r.classList.remove("lp-target"); });
+    var group = el && el.closest ? el.closest("tbody") : null;
+    var row = group ? group.rows[0] : null;
+    groups.forEach(function (g) { g.classList.remove("lp-target"); });
     if (!row || rows.indexOf(row) < 0) return;
     if (row.hidden) reset();
-    row.classList.add("lp-target");
+    group.classList.add("lp-target");
     row.scrollIntoView();
   }
 

@@ -244,10 +244,11 @@ _COLUMNS = (("claim", "claim"), ("statement", ""), ("verdict", "verdict"), ("bes
 def table(found: list[LedgerRow], base: str = "") -> str:
     """The ledger's table as MyST markdown (columns: claim and where the paper makes it, statement, headline with
     the evidence that decides it, the evidence beside it, where it is checked): raw HTML rows
-    (``<tr id="C24">``, with ``data-chapter``, ``data-verdict``, ``data-evidence``, ``data-origin`` to filter on and
-    ``data-sort-*`` keys to sort by), each
-    claim's statement as markdown between blank lines inside its cell, and a collapsed block per claim with its
-    verdicts' rules and numbers, its rules' histories and its verdict changes.
+    (``<tr class="lp-row" id="C24">``, with ``data-chapter``, ``data-verdict``, ``data-evidence``, ``data-origin``
+    to filter on and ``data-sort-*`` keys to sort by), each claim's statement as markdown between blank lines inside
+    its cell, and under each claim a full-width row (``tr.lp-detail``) with a collapsed block of its verdicts' rules
+    and numbers, its rules' histories and its verdict changes. Each claim's two rows are one ``<tbody
+    class="lp-claim">``, which the page's script sorts and hides as a whole, so a claim's block never leaves it.
 
     Args:
         found: the rows (:func:`rows`).
@@ -256,7 +257,7 @@ def table(found: list[LedgerRow], base: str = "") -> str:
     heads = "".join(f'<th scope="col" data-sort="{key}" aria-sort="{"ascending" if key == "claim" else "none"}">'
                     f'<button type="button">{name}</button></th>' if key else f'<th scope="col">{name}</th>'
                     for name, key in _COLUMNS)
-    parts = [f'<div class="lp-scroll"><table class="lp-table"><thead><tr>{heads}</tr></thead><tbody>']
+    parts = [f'<div class="lp-scroll"><table class="lp-table"><thead><tr>{heads}</tr></thead>']
     rank = {v: i for i, v in enumerate(VERDICTS)}
     for r in found:
         c = r.claim
@@ -266,7 +267,7 @@ def table(found: list[LedgerRow], base: str = "") -> str:
                  f'data-sort-origin="{int(c.origin == "book")}"')
         tag = ' <span class="lp-tag">this book</span>' if c.origin == "book" else ""
         alias = f'<span id="{c.id.lower()}"></span>' if c.id.lower() != c.id else ""
-        parts.append(f'<tr {attrs}><td class="lp-id" data-label="claim">{alias}<a href="#{c.id}"><b>{c.id}</b></a>'
+        parts.append(f'<tbody class="lp-claim"><tr class="lp-row" {attrs}><td class="lp-id" data-label="claim">{alias}<a href="#{c.id}"><b>{c.id}</b></a>'
                      f'{tag} <div class="lp-where">{_e(c.where)}</div></td>'
                      '<td class="lp-statement" data-label="statement">')
         parts.append("\n\n" + " ".join(c.statement.split()) + "\n\n")
@@ -279,9 +280,9 @@ def table(found: list[LedgerRow], base: str = "") -> str:
                              f'<div class="lp-decides">decided by: {decides}</div>'),
                  ("beside it (does not decide)", " ".join(_ev(v, True) for v in r.beside) or training),
                  ("chapter", where if r.deciding or r.beside else f"planned: {where}")]
-        parts.append(_more(r, base) + "</td>" + "".join(f'<td data-label="{k}">{v}</td>' for k, v in cells)
-                     + "</tr>")
-    parts.append("</tbody></table></div>")
+        parts.append("</td>" + "".join(f'<td data-label="{k}">{v}</td>' for k, v in cells)
+                     + f'</tr><tr class="lp-detail"><td colspan="{len(_COLUMNS)}">{_more(r, base)}</td></tr></tbody>')
+    parts.append("</table></div>")
     return "".join(parts)
 
 

@@ -124,7 +124,10 @@ def test_page_is_markdown_that_myst_reads_as_html_with_markdown_statements(tmp_p
             continue
         assert re.match(r"</?(div|details|td|tr|table)\b", b), b[:80]  # a CommonMark HTML block of type 6
     table = text[text.index('<table class="lp-table"'):]
-    assert table.count("<tr ") == len(claims.CLAIMS) and table.count("</tr>") == len(claims.CLAIMS) + 1
+    n = len(claims.CLAIMS)  # per claim one group: its row and the full-width row of its details
+    assert table.count('<tbody class="lp-claim"><tr class="lp-row" ') == n and table.count("</tbody>") == n
+    assert table.count('<tr class="lp-detail"><td colspan="5"><details class="lp-more">') == n
+    assert table.count("<tr") == 2 * n + 1 and table.count("</tr>") == 2 * n + 1
 
 
 def test_controls_offer_every_filter_and_sort() -> None:

@@ -66,7 +66,7 @@ def _ledger_ids(context, url: str) -> list[str]:
     try:
         page.goto(url, wait_until="load")
         return page.eval_on_selector_all(
-            "table.lp-table tbody tr", "rows => rows.map(r => (r.cells[0] ? r.cells[0].textContent : '').trim())"
+            "table.lp-table tbody tr.lp-row", "rows => rows.map(r => (r.cells[0] ? r.cells[0].textContent : '').trim())"
         )
     finally:
         page.close()

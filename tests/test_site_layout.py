@@ -213,7 +213,7 @@ def test_ledger_opens_with_its_tallies_and_first_rows(browser, site_url: str) ->
           const box = (s) => { const e = document.querySelector(s); if (!e) return null;
                                const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom}; };
           return {tally: box('.lp-picture table.lp-tally'),
-                  rows: Array.from(document.querySelectorAll('table.lp-table tbody tr'))
+                  rows: Array.from(document.querySelectorAll('table.lp-table tbody tr.lp-row'))
             .slice(0, 2).map((r, i) => i ? r.getBoundingClientRect().top : r.getBoundingClientRect().bottom)}; }""")
     assert where["tally"], "the ledger has no tallies (.lp-tally)"
     assert where["tally"]["top"] >= 0 and where["tally"]["bottom"] <= 900, where

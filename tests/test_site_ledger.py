@@ -73,7 +73,7 @@ def _open(context, url: str, width: int) -> Iterator[tuple[object, list[str]]]:
         page.close()
 
 
-_VISIBLE = """() => Array.from(document.querySelectorAll('#ledger table.lp-table tbody tr'))
+_VISIBLE = """() => Array.from(document.querySelectorAll('#ledger table.lp-table tbody tr.lp-row'))
   .filter(r => !r.hidden && r.getBoundingClientRect().height > 0)
   .map(r => ({id: r.id, chapter: r.dataset.chapter, verdict: r.dataset.verdict, evidence: r.dataset.evidence,
               origin: r.dataset.origin, rank: Number(r.dataset.sortVerdict)}))"""
@@ -222,8 +222,9 @@ def test_every_claim_anchor_resolves(browser, ledger_url: str) -> None:
             f"#{i}" for i in IDS)
         colours = {h[1:]: re.search(r"v-([\w-]+)", cls).group(1) for h, cls in chips}
         assert colours == dict(zip(IDS, rows, strict=True))
-        details = page.evaluate("""() => Array.from(document.querySelectorAll('#ledger table.lp-table tbody tr'))
-          .map(r => [r.id, (r.querySelector('details.lp-more') || {}).textContent || ''])""")
+        details = page.evaluate("""() => Array.from(document.querySelectorAll('#ledger table.lp-table tbody'))
+          .map(g => [g.rows[0].id, (g.querySelector('tr.lp-detail details.lp-more') || {}).textContent || ''])""")
+        assert [i for i, _ in details] == IDS or sorted(i for i, _ in details) == sorted(IDS)
         assert all("verdict changes" in text for _, text in details)
         assert any("rule history" in text and "Why:" in text for _, text in details)
         _select(page, "chapter", "1")
