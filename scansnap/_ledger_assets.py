@@ -87,7 +87,8 @@ STYLE = """<style>
 .lp-root .lp-table tr[hidden], .lp-root .lp-table tbody[hidden] { display: none !important; }
 .lp-root .lp-table tr.lp-row > td { border-bottom: 0; }
 .lp-root .lp-table tr.lp-detail > td { padding-top: 0; }
-.lp-root .lp-table tbody:has(> tr:target), .lp-root .lp-table tbody.lp-target { outline: 2px solid #0969da; outline-offset: -2px; }
+.lp-root .lp-table tbody:has(> tr:target), .lp-root .lp-table tbody.lp-target { outline: 2px solid #0969da;
+  outline-offset: -2px; }
 .lp-root .lp-table tr { scroll-margin-top: 5em; }
 .lp-root .lp-ev { display: inline-block; margin: 0 .2em .2em 0; padding: 0 .3em; border-radius: 3px;
   border: 1px solid #555; white-space: normal; overflow-wrap: normal; }

@@ -267,7 +267,8 @@ def table(found: list[LedgerRow], base: str = "") -> str:
                  f'data-sort-origin="{int(c.origin == "book")}"')
         tag = ' <span class="lp-tag">this book</span>' if c.origin == "book" else ""
         alias = f'<span id="{c.id.lower()}"></span>' if c.id.lower() != c.id else ""
-        parts.append(f'<tbody class="lp-claim"><tr class="lp-row" {attrs}><td class="lp-id" data-label="claim">{alias}<a href="#{c.id}"><b>{c.id}</b></a>'
+        parts.append(f'<tbody class="lp-claim"><tr class="lp-row" {attrs}><td class="lp-id" data-label="claim">'
+                     f'{alias}<a href="#{c.id}"><b>{c.id}</b></a>'
                      f'{tag} <div class="lp-where">{_e(c.where)}</div></td>'
                      '<td class="lp-statement" data-label="statement">')
         parts.append("\n\n" + " ".join(c.statement.split()) + "\n\n")
