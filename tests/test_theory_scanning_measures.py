@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from conftest import names
 
 from scansnap import train
@@ -102,3 +103,29 @@ def test_theorem3_check_on_population_gradient_descent() -> None:
     assert 0 <= c.deviation_max < 1 and c.B_end_measured > 0 and c.B_end_theorem1 > 0
     with pytest.raises(ValueError, match=names("momentum")):
         sm.theorem3_check(h.attention[:, 0], classes, 0, eta_Y=10.0, eta_Z=1.0, momentum=1.0)
+
+
+def test_dominant_log_growth_equals_the_trained_logits() -> None:
+    """``ln chi_l0`` read back from the attention equals ``2 z_{m l0}`` of the model's own final ``Z`` (training from
+    ``Z(0) = 0``), ``l0`` the class's most frequent distinct token (with ``Z(0) = 0``, the dominant one), per
+    configuration; and it is 0 at the first snapshot."""
+    classes = syn_small()
+    h = train.train(classes, torch.tensor([0.5, 2.0]), torch.tensor([1.0, 4.0]), steps=40, limit="population",
+                    snapshot_steps=[0, 10, 40])
+    for n in range(classes.K):
+        log_chi, l0 = sm.dominant_log_growth(h.attention, classes, n)
+        assert log_chi.shape == (3, 2) and (log_chi[0] == 0).all()
+        D = classes.distinct(n).numpy()
+        expected = int(D[np.argmax(classes.probs[n].numpy()[D])])
+        assert l0.tolist() == [expected, expected]
+        z_final = h.Z[:, int(classes.query[n]), expected].to(torch.float64).numpy()
+        np.testing.assert_allclose(log_chi[-1], 2 * z_final, rtol=1e-6, atol=1e-9)
+        assert (log_chi[-1] > 0).all(), "the dominant token's logit grows (Theorem 3)"
+
+
+def test_dominant_log_growth_names_a_wrong_shape_and_class() -> None:
+    classes = syn_small()
+    with pytest.raises(ValueError, match="attention: must have shape"):
+        sm.dominant_log_growth(torch.zeros(3, classes.K, classes.M), classes)
+    with pytest.raises(ValueError, match="n"):
+        sm.dominant_log_growth(torch.full((2, 1, classes.K, classes.M), 1.0 / classes.M), classes, n=classes.K)

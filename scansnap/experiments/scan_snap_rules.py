@@ -103,11 +103,8 @@ def scan_snap_run(f: torch.Tensor, classes: SequenceClasses, log_chi: np.ndarray
     checkpoints' order (the steps stay where they are; the control's rates: those of the run its shuffles pick
     most often).
 
-    From a :class:`scansnap.train.History` ``h`` on ``classes`` (Chapter 6 does this for class 0):
-    ``Z = theory.logits_from_attention(h.attention, classes)``; the class's query ``q = classes.query[n]`` and
-    dominant distinct token ``l0 = theory.dominant_token(classes.probs[n].numpy(), Z[0, 0, q].numpy(),
-    classes.distinct(n).numpy())``; then ``log_chi = np.log(theory.growth_factor(Z[:, :, q, l0].numpy(),
-    Z[0, :, q, l0].numpy()))`` and ``t = h.steps.numpy()``.
+    From a :class:`scansnap.train.History` ``h`` on ``classes``, for class ``n`` (Chapter 6 reads class 0):
+    ``log_chi, _ = theory.dominant_log_growth(h.attention, classes, n)`` and ``t = h.steps.numpy()``.
     """
     S, C = int(f.shape[0]), int(f.shape[1]) if f.ndim == 4 else -1
     t = np.asarray(t, dtype=float)

@@ -18,12 +18,14 @@ import torch
 from scansnap._checks import check_array, check_fraction, check_int, check_positive
 from scansnap.data import SequenceClasses
 from scansnap.theory.decoder import gamma, gram, xi
-from scansnap.theory.scanning import dominant_token_bounds, growth_bound, growth_factor, relative_gain
+from scansnap.theory.fates import logits_from_attention
+from scansnap.theory.scanning import dominant_token, dominant_token_bounds, growth_bound, growth_factor, relative_gain
 
 __all__ = [
     "Theorem3Check",
     "band_share",
     "deviation_at_growth",
+    "dominant_log_growth",
     "drop_steps",
     "eqn11_deviation",
     "measured_rate",
@@ -89,6 +91,36 @@ def eqn11_deviation(
     chi = growth_factor(z[:, l0], z[0, l0])
     r = np.stack([relative_gain(fn, l0, int(l)) for l in D if l != l0])  # (L - 1, S)
     return chi, np.abs(r / (r[:, :1] * chi) - 1.0)
+
+
+def dominant_log_growth(attention: torch.Tensor, classes: SequenceClasses, n: int = 0) -> tuple[np.ndarray,
+                                                                                                   np.ndarray]:
+    """``ln chi_l0(t) = 2 (z_{m l0}(t) - z_{m l0}(0))`` of class ``n``'s dominant distinct token in a trained run,
+    the growth a scan is measured by (Theorem 3, Eqn 12; Chapter 6's P1).
+
+    The logits are read back from the attention (:func:`scansnap.theory.logits_from_attention`), ``m`` is the
+    class's query and ``l0`` its dominant distinct token at the first snapshot (:func:`scansnap.theory.dominant_token`:
+    the largest ``P(l|n) exp(z_ml(0))``), chosen per configuration.
+
+    Args:
+        attention: ``(S, C, K, M)`` snapshots of ``C`` configurations, e.g.
+            :attr:`scansnap.train.History.attention` (row 0 the start).
+        classes: the classes the run trained on; n: the class, ``0 <= n < K``.
+
+    Returns:
+        ``ln chi_l0`` ``(S, C)`` (0 at the first snapshot) and ``l0`` ``(C,)`` (token ids).
+    """
+    f = torch.as_tensor(attention)
+    if f.ndim != 4 or tuple(f.shape[2:]) != (classes.K, classes.M):
+        raise ValueError(f"attention: must have shape (S, C, K, M) = (S, C, {classes.K}, {classes.M}); got "
+                         f"{tuple(f.shape)}")
+    n = check_int("n", n, low=0, high=classes.K - 1)
+    q = int(classes.query[n])
+    z = logits_from_attention(f, classes)[:, :, q].to(torch.float64).numpy()  # (S, C, M)
+    probs, tokens = classes.probs[n].to(torch.float64).numpy(), classes.distinct(n).numpy()
+    l0 = np.array([dominant_token(probs, z[0, c], tokens) for c in range(z.shape[1])], dtype=np.int64)
+    zl = z[:, np.arange(z.shape[1]), l0]
+    return 2.0 * (zl - zl[0]), l0  # ln of growth_factor(zl, zl[0]), without its exp
 
 
 def measured_rate(f: np.ndarray, probs: np.ndarray, distinct: np.ndarray) -> np.ndarray:
