@@ -61,7 +61,7 @@ class SequenceClasses:
         query: ``(K,)`` long, the query token ``psi(n)`` of each next token.
         next: ``(K,)`` long, the vocabulary id of each next token, distinct. A next token's id may also be a query
             or a contextual token's (one vocabulary, as in a language model, where a word is context for one
-            prediction and the target of another): the model and the paper's results do not require the roles to
+            prediction and the target of another): the model (:mod:`scansnap.model`) does not require the roles to
             use separate ids. A class's query must not be one of its own contextual tokens.
         probs: ``(K, M)`` float64, ``P(l | psi(n), n)`` over contextual tokens; rows sum to 1.
     """
