@@ -1,5 +1,5 @@
 """Check a Jupyter Book build: the site exists, every page of ``_toc.yml`` was built, the built
-pages load nothing from the network, and no figure was rendered as text.
+pages load nothing from the network, no figure was rendered as text, and no command shows an en dash for ``--``.
 
 Jupyter Book 2 ignores ``_config.yml``/``_toc.yml`` and can "succeed" while building nothing, and
 an old page can linger in ``_build/html``; this script catches both. Usage::
@@ -12,6 +12,7 @@ Exit status 0 when every check passes, 1 otherwise (each problem is printed).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from html.parser import HTMLParser
 from pathlib import Path
@@ -22,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # How a figure renders when matplotlib has no inline backend (e.g. MPLBACKEND=Agg): a glued
 # figure then silently becomes this text and the strict build does not notice.
 FIGURE_AS_TEXT = "&lt;Figure size "
+# A command of the library's whose "--option" smart quotes turned into an en dash ("–profile"): copied, it fails.
+DASHED_OPTION = re.compile("python -m scansnap [^<\n]*?\u2013[a-z]")
 
 
 def toc_files(toc: dict) -> list[str]:
@@ -77,6 +80,9 @@ def check(html_dir: Path, toc_path: Path) -> list[str]:
                 f"{page.relative_to(html_dir)} shows a matplotlib figure as text ({FIGURE_AS_TEXT}...): "
                 "was MPLBACKEND set, or matplotlib.use() called in a chapter?"
             )
+        if found := DASHED_OPTION.search(text):
+            problems.append(f"{page.relative_to(html_dir)} shows a command with an en dash for '--': "
+                            f"{found.group()!r} (Sphinx's smartquotes_action must leave dashes alone)")
         parser = RemoteRefs()
         parser.feed(text)
         for ref in parser.remote:

@@ -47,6 +47,13 @@ def test_synsmall_is_deterministic_saved_and_reloaded(tmp_path: Path) -> None:
     assert d["common_mass_sampled"][0] == pytest.approx(10 / 15.5)  # uniform attention at Z = 0
     assert d["loss_limit"][0] == pytest.approx(np.log(34))  # zero init: uniform prediction over M = 34
     assert b.records["fig-ch1-synsmall"].params == a.records["fig-ch1-synsmall"].params
+    # the made figures are out of pyplot (a notebook shows them where a page glues them, not at the end of the
+    # cell that made them) and still draw
+    import matplotlib.pyplot as plt
+    fig = a.figures["fig-ch1-synsmall"]
+    assert all(f is not fig for f in map(plt.figure, plt.get_fignums()))
+    fig.savefig(tmp_path / "again.png")
+    assert (tmp_path / "again.png").stat().st_size > 1000
 
 
 def test_lemma1_check_and_its_verdicts(tmp_path: Path) -> None:

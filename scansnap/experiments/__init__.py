@@ -34,6 +34,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
 from scansnap import figures, manifest, profiles, results
@@ -195,6 +196,7 @@ def publish(exp: Experiment, config: Any, result: Any, wall_time_s: float, *, pr
     made_figures, records = {}, {}
     for spec in exp.figures:
         fig = spec.plot(result)
+        plt.close(fig)  # kept as an object, out of pyplot: a page shows it where it glues it, not at the cell's end
         made_figures[spec.id] = fig
         records[spec.id] = figures.save(fig, spec.id, spec.table(result), config.to_dict(), caption=spec.caption,
                                         chapter=exp.chapter, claims=spec.claims, wall_time_s=wall_time_s,
