@@ -243,7 +243,7 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("X8", _E, r"On Syn-Small, at the end of the authors' Figure 4 protocol ($\eta_Y = \eta_Z$, 100 SGD steps), "
           r"the attention is sparser than at step 0 but not sparse in absolute terms: class 1 still puts a "
           r"substantial mass on the common tokens and spreads over many distinct tokens.",
-          r"Sec. 8, Fig. 4 ($\eta_Y = \eta_Z$ and 100 steps are the authors' released run, not the paper's text), "
+          r"Sec. 8, Fig. 4 (equal learning rates and 100 steps are the authors' released run, not the paper's text), "
           r"tested in Chapter 5", _CH[5], origin="book"),
     Claim("X9", _E, r"Training amplifies the diversity of heads from independent draws: their picks separate more "
           r"across initialization scales, and cover more tokens against tied heads, than the draws give at step 0.",

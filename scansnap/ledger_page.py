@@ -112,6 +112,11 @@ def _e(text: object) -> str:
     return html.escape(" ".join(str(text).split()))
 
 
+def _prose(text: object) -> str:
+    """:func:`_e`, with ``name`` in backticks (a rule's or a reason's code words) set as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", _e(text))
+
+
 def _mark(kind: str, beside: bool) -> str:
     cls = "lp-mk lp-beside" if beside else "lp-mk"
     return f'<svg class="{cls}" viewBox="0 0 10 10" aria-hidden="true">{_MARKS[kind]}</svg>'
@@ -200,26 +205,27 @@ def _ev(v: Verdict, beside: bool = False) -> str:
 
 def _history(entries: list[dict[str, Any]]) -> str:
     items = "".join(f"<li>{_e(h.get('date', ''))} (<code>{_e(h.get('commit', ''))}</code>): "
-                    f"{_e(h.get('change', ''))}. Why: {_e(h.get('reason', ''))}</li>" for h in entries)
+                    f"{_prose(h.get('change', ''))}. Why: {_prose(h.get('reason', ''))}</li>" for h in entries)
     return f"<ol>{items}</ol>"
 
 
 def _verdict_block(v: Verdict, row: LedgerRow, base: str) -> str:
     link = v.link or f"{row.claim.chapter}.html"
     made = ([f"profile {v.profile}"] if v.profile else []) + ([f"commit {v.commit[:12]}"] if v.commit else [])
-    items = [f"rule: {_e(v.rule)}", f"protocol: {_e(v.protocol)}" + (f" ({_e(', '.join(made))})" if made else ""),
+    items = [f"rule: {_prose(v.rule)}",
+             f"protocol: {_prose(v.protocol)}" + (f" ({_e(', '.join(made))})" if made else ""),
              f"numbers: {_e(numbers_text(v.numbers))}" + (f" (the criteria alone: {_e(v.criteria_level)})"
                                                           if v.criteria_level else "")]
     if v.control_level:
         items.append(f"control ({_e(v.control_level)}): {_e(numbers_text(v.control))}")
     if v.details:
-        items.append(f"measured: {_e(v.details)}")
+        items.append(f"measured: {_prose(v.details)}")
     if v.premise and v.level is not Level.VERIFIED:
-        items.append(f"premise a miss points to: {_e(v.premise)}")
+        items.append(f"premise a miss points to: {_prose(v.premise)}")
     history = row.histories.get(v.evidence)
     items.append("rule history (ledger/rules.json): " + (_history(history) if history else "not locked"))
     return (f'<p><b>{_e(SHORT[v.evidence])}</b>: <b>{_e(v.label())}</b> '
-            f'(<a href="{base}{link}">{_e(link.rsplit("/", 1)[-1])}</a>)</p>'
+            f'(<a href="{base}{link}">{_e(_place(link))}</a>)</p>'
             "<ul>" + "".join(f"<li>{i}</li>" for i in items) + "</ul>")
 
 
@@ -230,7 +236,7 @@ def _more(row: LedgerRow, base: str) -> str:
     blocks += [f"<p>rule <b>{_e(k)}</b> (no verdict recorded by this build): {_history(h)}</p>"
                for k, h in other.items()]
     changes = "".join(f"<li>{_e(c.get('date', ''))} (<code>{_e(c.get('commit', ''))}</code>), {_e(c['what'])}: "
-                      f"{_e(c['from'])} → {_e(c['to'])}. Why: {_e(c.get('reason', ''))}</li>" for c in row.changes)
+                      f"{_e(c['from'])} → {_e(c['to'])}. Why: {_prose(c.get('reason', ''))}</li>" for c in row.changes)
     blocks.append("<p>verdict changes (ledger/verdicts-book.json): "
                   + (f"</p><ol>{changes}</ol>" if changes else "none since it was first locked</p>"))
     return (f'<details class="lp-more"><summary>numbers, rule history, verdict changes</summary>'

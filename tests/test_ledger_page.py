@@ -189,3 +189,16 @@ def test_summary_is_the_ledgers_picture_linking_to_its_rows(tmp_path: Path) -> N
         picture.count("lp-chip v-verified") == 1
     assert "verified: <b>1</b>" in text and "partly verified: <b>1</b>" in text
     assert '<a href="../book/chapters/01-setting.html">' in text
+
+
+def test_code_words_in_rule_texts_are_set_as_code() -> None:
+    """A rule's or a reason's word in backticks (e.g. a configuration's field) reads as code, never with its
+    backticks; the rest stays escaped."""
+    assert ledger_page._prose("the last `dense` steps <= 0.01") == "the last <code>dense</code> steps &lt;= 0.01"
+    assert ledger_page._prose("no code here") == "no code here"
+
+
+def test_no_claim_source_holds_math() -> None:
+    """A claim's ``where`` is shown as plain text under its id (the statement is Markdown and typeset; ``where`` is
+    not), so it must hold no TeX."""
+    assert not [c.id for c in claims.CLAIMS if "$" in c.where or "\\" in c.where]
