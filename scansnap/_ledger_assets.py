@@ -62,7 +62,7 @@ STYLE = """<style>
 .lp-root .lp-tally thead th { font-weight: 600; }
 .lp-root .lp-tally tbody th, .lp-root .lp-tally thead th:first-child { font-weight: 600; width: 24%; }
 .lp-root .lp-tally th, .lp-root .lp-tally td { overflow-wrap: anywhere; }
-.lp-root .lp-count-chip { display: inline; margin-right: .7em; }
+.lp-root .lp-count-chip, .lp-root .lp-of { display: inline-block; white-space: nowrap; margin-right: .7em; }
 .lp-root details.lp-bychapter > summary { cursor: pointer; font-size: .9em; font-weight: 600; margin: .3em 0; }
 .lp-root .lp-of { font-size: .85em; color: #555; }
 """ + level_rules(".lp-root") + """.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }

@@ -269,7 +269,7 @@ def gallery_markdown(headlines: Mapping[str, str], base: str = "", out: Path | N
                   + (f"<br>protocol ({r.profile} profile): {html.escape(r.protocol)}" if r.protocol else ""))
         # braces as entities: MyST's substitution extension would read "{{" in the page as a template
         entry = html.escape(bibtex(r)).replace("{", "&#123;").replace("}", "&#125;")
-        cite = f"<details><summary>BibTeX</summary><pre>{entry}</pre></details>"
+        cite = f'<details><summary>BibTeX</summary><pre class="sg-bibtex">{entry}</pre></details>'
         rows.append("| " + " | ".join(c.replace("|", "\\|").replace("\n", "&#10;")
                                       for c in (paper, figure, files, verdicts, remake, cite)) + " |")
     if len(rows) == 2:
