@@ -138,7 +138,7 @@ def plot_correlated(r: CorrelatedResult) -> Figure:
     """Measured ``gamma``; the error of Theorem 1's gradient; the effective rate against Remark 1."""
     figures.set_style()
     c = r.config
-    fig, (ax_g, ax_e, ax_eta) = plt.subplots(1, 3, figsize=(13, 3.9))
+    fig, (ax_g, ax_e, ax_eta) = plt.subplots(1, 3, figsize=(13, 4.2), layout="constrained")
     late_t = r.t >= dec.transition_time(c.M, c.K, c.eta)  # Corollary 1's form is a late one
     for i, rho in enumerate(c.rhos):
         color, label = f"C{i}", f"$\\rho$={rho:g}"
@@ -156,9 +156,11 @@ def plot_correlated(r: CorrelatedResult) -> Figure:
     ax_eta.set(xscale="log", yscale="log", xlabel="SGD step $t$", ylabel="$\\eta_{\\rm eff} / \\eta_Y$",
                title="effective rate from $1-\\alpha$, $t \\geq t_0$\n(dotted: $1-\\rho$; dashed: late limit)")
     for ax in (ax_g, ax_e, ax_eta):
-        ax.legend(fontsize="x-small")
         ax.title.set_fontsize("small")
-    fig.tight_layout()
+    # one legend for the three panels (the same colours), below them: inside the right panel the rho = 0.95 curve
+    # and its limit line ran behind it
+    fig.legend(*ax_g.get_legend_handles_labels(), loc="outside lower center", ncol=len(c.rhos) + 1,
+               fontsize="small")
     return fig
 
 

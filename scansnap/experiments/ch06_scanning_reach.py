@@ -212,13 +212,13 @@ def plot_reach(r: ReachResult) -> Figure:
         a.axhline(c.log_chi_target, color="k", lw=0.8, ls="--")
     ax[0].axvline(c.entropy_fall_target, color="k", lw=0.8, ls="--")
     ax[0].set(xlabel="largest fall of the distinct-token entropy (nats)", ylabel="largest ln chi_l0 (trained)",
-              title="trained runs (x: sampled sequences); a visible scan: upper right")
+              title="(a) trained runs (x: sampled sequences);\na visible scan: upper right")  # the caption's letters
     ax[0].legend(fontsize="x-small")
     lim = max(float(r.log_chi_exact.max()), c.log_chi_target) * 1.05
     ax[1].plot([0, lim], [0, lim], "k-", lw=0.8)
     ax[1].axvline(c.log_chi_target, color="k", lw=0.8, ls="--")
     ax[1].set(xlabel="ln chi_l0 of the exact Eqn 10 system", ylabel="largest ln chi_l0 (trained)",
-              title="trained against the theory's own flow")
+              title="(b) trained against the theory's own flow")
     fig.tight_layout()
     return fig
 

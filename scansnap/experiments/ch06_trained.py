@@ -179,7 +179,7 @@ def plot_trained(r: TrainedResult) -> Figure:
         ax[1, 1].plot(pop.t[1:-1], pop.freeze[1:, j], color=f"C{k}")
         ax[1, 1].plot(smp.t[1:-1], smp.freeze[1:, j], color=f"C{k}", lw=0.6, alpha=0.6)
     ax[0, 0].set(xscale="log", yscale="log", xlabel="step t", ylabel="B_n", ylim=(1e-6, None),
-                 title=f"eta_Z = {pop.eta_Z[row[0]]:g}: trained,\nEqn 14 (--), exact Eqn 10 (:)")
+                 title=f"(a) eta_Z = {pop.eta_Z[row[0]]:g}: trained,\nEqn 14 (--), exact Eqn 10 (:)")
     ax[0, 0].legend(fontsize="x-small")
     t0 = c.K * np.log(r.M) / pop.eta_Y
     for cv, pred, style in ((pop, r.B_eqn14, "-"), (smp, r.B_eqn14_sampled[:, : c.n**2], "--")):
@@ -188,7 +188,7 @@ def plot_trained(r: TrainedResult) -> Figure:
             ax[0, 1].plot(cv.t[keep] / t0[j], cv.B[keep, j] / pred[keep, j], style, color=f"C{j // c.n}", lw=0.8)
     ax[0, 1].axhline(1.0, color="k", lw=0.8)
     ax[0, 1].set(xscale="log", xlabel="t / t0", ylabel="B_n measured / Eqn 14",
-                 title="population (solid), sampled (dashed); color: eta_Y")
+                 title="(b) population (solid), sampled (dashed);\ncolor: eta_Y")
     for cv, marker, name in ((pop, "o", "population"), (r.exact, "x", "exact Eqn 10"),
                              (smp, "^", "sampled (noise-limited)")):
         ok = (cv.t > 0) & (cv.B > 0).all(axis=1)
@@ -198,11 +198,11 @@ def plot_trained(r: TrainedResult) -> Figure:
     ax[1, 0].plot(grid, c.K * np.log(r.M) / grid, "k--", lw=1, label="t0 = K ln M / eta_Y")
     ax[1, 0].plot(grid, [theory.snap_time_limit(r.M, c.K, g) for g in grid], "k-", lw=1, label="Eqn 14")
     ax[1, 0].set(xscale="log", yscale="log", xlabel="eta_Y", ylabel="transition time (steps)", xticks=grid,
-                 xticklabels=[f"{g:g}" for g in grid])
+                 xticklabels=[f"{g:g}" for g in grid], title="(c) transition time against eta_Y")
     ax[1, 0].xaxis.set_minor_formatter(NullFormatter())
     ax[1, 0].legend(fontsize="x-small")
     ax[1, 1].set(xscale="log", yscale="log", xlabel="step t", ylabel="freeze rate (relative change per step)",
-                 title="population (thick), sampled (thin)")
+                 title="(d) population (thick), sampled (thin)")  # (a)-(d): the caption's panel letters
     fig.tight_layout()
     return fig
 

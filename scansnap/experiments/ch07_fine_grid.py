@@ -111,7 +111,7 @@ def plot_fine_grid(result: FineGridResult) -> Figure:
     figures.set_style()
     c = result.config
     zs, rs = np.asarray(c.eta_Z), np.asarray(c.ratio)
-    fig, axes = plt.subplots(1, len(c.num_query), figsize=(4.2 * len(c.num_query), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(c.num_query), figsize=(5.0 * len(c.num_query), 3.6), squeeze=False)
     for ax, run, loc in zip(axes[0], result.runs, locate_minimum(result), strict=True):
         mesh = ax.pcolormesh(_edges(rs), _edges(zs), run.entropy.mean(-1), cmap="viridis", shading="flat")
         fig.colorbar(mesh, ax=ax, label="entropy")
@@ -122,7 +122,8 @@ def plot_fine_grid(result: FineGridResult) -> Figure:
         ax.set(xscale="log", yscale="log", xlabel=r"$\eta_Y / \eta_Z$", ylabel=r"$\eta_Z$",
                title=panel_title(run.num_query), xlim=(_edges(rs)[0], _edges(rs)[-1]),
                ylim=(_edges(zs)[0], _edges(zs)[-1]))
-        ax.set_xticks(rs, [f"{r:.3g}" for r in rs])
+        ax.set_xticks(rs, [f"{r:.3g}" for r in rs], fontsize="small")  # small, on wider panels: "0.25" and "0.5"
+        # ran together at the former width
         ax.set_yticks(zs, [f"{z:.3g}" for z in zs])
         ax.minorticks_off()
         ax.grid(False)

@@ -213,7 +213,8 @@ def plot_fig6(result: SweepResult) -> Figure:
     """Entropy against ``eta_Y / eta_Z``, one line per ``eta_Z``, one panel per dataset (error bars: std)."""
     figures.set_style()
     d, c = fig6_table(result), result.config
-    fig, axes = plt.subplots(1, len(c.num_query), figsize=(3.2 * len(c.num_query), 3.3), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, len(c.num_query), figsize=(3.2 * len(c.num_query), 3.6), sharey=True, squeeze=False,
+                             layout="constrained")
     for ax, q in zip(axes[0], c.num_query, strict=True):
         for k, z in enumerate(c.eta_Z):
             sel = (d["num_query"] == q) & (d["eta_Z"] == z)
@@ -224,8 +225,9 @@ def plot_fig6(result: SweepResult) -> Figure:
         ax.set_xticks(c.ratio, [f"{r:g}" for r in c.ratio])
         ax.minorticks_off()
     axes[0, 0].set_ylabel("entropy of $c_n$ over distinct tokens")
-    axes[0, 0].legend(fontsize="small")
-    fig.tight_layout()
+    # below the panels: inside the first one it covered the lower ends of error bars
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="outside lower center", ncol=len(c.eta_Z),
+               fontsize="small")
     return fig
 
 

@@ -274,8 +274,10 @@ def plot_overlaps(r: OverlapResult) -> Figure:
     axes[2].bar(x - 0.2, r.cross_plain, 0.4, label="no residual")
     axes[2].bar(x + 0.2, r.cross_residual, 0.4, label="residual")
     axes[2].set_xticks(x, labels, rotation=45, ha="right", fontsize="small")
-    axes[2].set(ylabel="cross-query share", title="Eqn 10 velocity from other queries", ylim=(0, 1))
-    axes[2].legend(fontsize="small")
+    # headroom above a share of 1 holds the legend (inside the bars' range it covered the tallest bar)
+    axes[2].set(ylabel="cross-query share", title="Eqn 10 velocity from other queries", ylim=(0, 1.22),
+                yticks=np.linspace(0, 1, 6))
+    axes[2].legend(fontsize="small", loc="upper center", ncol=2)
     fig.tight_layout()
     return fig
 

@@ -276,7 +276,7 @@ def plot_decoupling(r: DecouplingResult) -> Figure:
     end."""
     figures.set_style()
     d = decoupling_table(r)
-    fig, ax = plt.subplots(figsize=(6.5, 3.4))
+    fig, ax = plt.subplots(figsize=(6.5, 3.7), layout="constrained")
     x = np.arange(len(LIMITS))
     for a, arm in enumerate(ARMS):
         rows = d["arm"] == arm
@@ -287,8 +287,7 @@ def plot_decoupling(r: DecouplingResult) -> Figure:
     ax.set_xticks(x, ["long-sequence limit", f"sampled (T = {r.config.T})"])
     ax.set(ylabel="cross-query share of the velocity (log)", yscale="log", ylim=(1e-5, 2),
            title="Syn-Medium: who moves a query's attention")
-    ax.legend(fontsize="small")
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", ncol=3, fontsize="small")  # below the axes: inside, it sat on a bar
     return fig
 
 

@@ -163,6 +163,9 @@ def plot_runs(runs: Runs, label: str) -> Figure:
     ax_loss.set(yscale="log", xlabel="step", ylabel="training loss", title="loss")
     ax_ent.axhline(np.log(10), color="k", ls=":", lw=1, label="ln 10 (uniform)")
     ax_ent.set(xlabel="step", ylabel="entropy (nats)", title="entropy of attention over distinct tokens")
-    ax_loss.legend(fontsize="small")
-    ax_ent.legend(fontsize="small")
+    lo, hi = ax_ent.get_ylim()  # headroom above ln 10, so the reference line never lies on the frame
+    ax_ent.set_ylim(lo, max(hi, np.log(10) + 0.05 * (np.log(10) - lo)))
+    # one legend for both panels (the same series, plus the entropy panel's reference line), below them: inside
+    # either panel it covered a curve's descent or the reference line it names
+    fig.legend(*ax_ent.get_legend_handles_labels(), loc="outside lower center", ncol=n + 1, fontsize="small")
     return fig
