@@ -62,7 +62,8 @@ STYLE = """<style>
 .lp-root .lp-tally thead th { font-weight: 600; }
 .lp-root .lp-tally tbody th, .lp-root .lp-tally thead th:first-child { font-weight: 600; width: 24%; }
 .lp-root .lp-tally th, .lp-root .lp-tally td { overflow-wrap: anywhere; }
-.lp-root .lp-count-chip, .lp-root .lp-of { display: inline-block; white-space: nowrap; margin-right: .7em; }
+.lp-root .lp-count-chip, .lp-root .lp-of { display: inline-block; margin-right: .7em; }  /* a chip moves to the
+  next line with its label and count */
 .lp-root details.lp-bychapter > summary { cursor: pointer; font-size: .9em; font-weight: 600; margin: .3em 0; }
 .lp-root .lp-of { font-size: .85em; color: #555; }
 """ + level_rules(".lp-root") + """.lp-root .lp-controls label { display: inline-flex; gap: .3em; align-items: center; }
@@ -85,8 +86,9 @@ STYLE = """<style>
 .lp-root .lp-table th[aria-sort="ascending"] button::after { content: " \\25B2"; }
 .lp-root .lp-table th[aria-sort="descending"] button::after { content: " \\25BC"; }
 .lp-root .lp-table tr[hidden], .lp-root .lp-table tbody[hidden] { display: none !important; }
-.lp-root .lp-table tr.lp-row > td { border-bottom: 0; }
-.lp-root .lp-table tr.lp-detail > td { padding-top: 0; }
+.lp-root .lp-table tr.lp-row > td { border-bottom: 0; padding-bottom: .1em; }
+.lp-root .lp-table tr.lp-detail > td { padding-top: 0; padding-bottom: .2em; }
+.lp-root .lp-table tr.lp-detail summary { font-size: .92em; line-height: 1.3; }
 .lp-root .lp-table tbody:has(> tr:target), .lp-root .lp-table tbody.lp-target { outline: 2px solid #0969da;
   outline-offset: -2px; }
 .lp-root .lp-table tr { scroll-margin-top: 5em; }
