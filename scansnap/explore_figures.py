@@ -266,7 +266,8 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
     top = float(max(np.nanmax(run.probe_maps), np.nanmax(run.train_maps)))
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.16, subplot_titles=(
         "first-layer attention<br>(rows: queries, columns: keys)", "held-out attention<br>entropy"))
-    fig.add_trace(go.Heatmap(colorscale="Viridis", zmin=0, zmax=top, colorbar=dict(x=0.5, len=0.9, thickness=12),
+    bar = dict(x=0.5, len=0.9, thickness=12, title=dict(text="attention", side="top"))  # not the entropy axis's
+    fig.add_trace(go.Heatmap(colorscale="Viridis", zmin=0, zmax=top, colorbar=bar,
                              hovertemplate="query %{y}<br>key %{x}<br>attention %{z:.3f}<extra></extra>"), 1, 1)
     for k, other in enumerate(r.runs):
         fig.add_trace(go.Scatter(x=np.asarray(other.steps).tolist(), y=rounded(other.entropy), mode="lines",
