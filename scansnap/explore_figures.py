@@ -265,9 +265,8 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
     windows = (("held-out window", run.probe_maps, r.probe_words), ("training window", run.train_maps, r.train_words))
     top = float(max(np.nanmax(run.probe_maps), np.nanmax(run.train_maps)))
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4], horizontal_spacing=0.16, subplot_titles=(
-        "first-layer attention<br>(rows: queries, columns: keys)", "held-out attention<br>entropy"))
-    bar = dict(x=0.5, len=0.9, thickness=12, title=dict(text="attention", side="top"))  # not the entropy axis's
-    fig.add_trace(go.Heatmap(colorscale="Viridis", zmin=0, zmax=top, colorbar=bar,
+        "first-layer attention<br>(rows: queries, columns: keys)", "held-out attention<br>entropy (nats)"))
+    fig.add_trace(go.Heatmap(colorscale="Viridis", zmin=0, zmax=top, colorbar=dict(x=0.5, len=0.9, thickness=12),
                              hovertemplate="query %{y}<br>key %{x}<br>attention %{z:.3f}<extra></extra>"), 1, 1)
     for k, other in enumerate(r.runs):
         fig.add_trace(go.Scatter(x=np.asarray(other.steps).tolist(), y=rounded(other.entropy), mode="lines",
@@ -290,7 +289,6 @@ def freeze_explorable(r: FreezeResult, seed: int = 0) -> Explorable:
     _draw(fig, states[0])
     fig.update_yaxes(autorange="reversed", tickfont=dict(size=8), row=1, col=1)
     fig.update_xaxes(tickfont=dict(size=8), tickangle=-60, row=1, col=1)
-    fig.update_xaxes(title_text="step", row=1, col=2)
-    fig.update_yaxes(title_text="entropy (nats)", row=1, col=2)
+    fig.update_xaxes(title_text="step", row=1, col=2)  # no y title: beside the colourbar it read as its label
     fig.update_layout(height=500, title=dict(font=dict(size=13)), template="plotly_white")
     return Explorable("explore-fig7", fig, controls, tuple(states), axis_px=95, legend_px=40, min_px=700)
