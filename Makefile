@@ -94,7 +94,7 @@ book: venv
 	@echo "building the book with SCANSNAP_PROFILE=$(SCANSNAP_PROFILE)"
 	env -u MPLBACKEND $(BIN)/python .ci/execute_pages.py --cache $(BUILD)/.jupyter_cache --jobs $(BOOK_JOBS)
 	env -u MPLBACKEND $(BIN)/jupyter-book build . --path-output $(BOOK_OUT) -W -n --keep-going
-	$(BIN)/python .ci/check_build.py --html $(HTML)
+	$(BIN)/python .ci/check_build.py --html $(HTML) --prune
 	@echo "open: file://$(abspath $(HTML)/index.html)"
 	@echo "or serve it: $(BIN)/python -m http.server -d $(HTML)  (then http://localhost:8000)"
 

@@ -2,9 +2,11 @@
 pages load nothing from the network, no figure was rendered as text, and no command shows an en dash for ``--``.
 
 Jupyter Book 2 ignores ``_config.yml``/``_toc.yml`` and can "succeed" while building nothing, and
-an old page can linger in ``_build/html``; this script catches both. Usage::
+an old page can linger in ``_build/html``; this script catches both. Sphinx never deletes the page of a source it no
+longer has (a module's reference page after the module was renamed): such a page under ``book/`` is an error, and
+``--prune`` (``make book``) deletes it first. Usage::
 
-    python .ci/check_build.py [--html _build/html] [--toc _toc.yml]
+    python .ci/check_build.py [--html _build/html] [--toc _toc.yml] [--prune]
 
 Exit status 0 when every check passes, 1 otherwise (each problem is printed).
 """
@@ -64,8 +66,17 @@ class RemoteRefs(HTMLParser):
             self.remote.append(f"<{tag}> {url}")
 
 
+def orphans(html_dir: Path, root: Path | None = None) -> list[Path]:
+    """The built pages under ``book/`` whose source (``.md``, ``.ipynb``, under ``root``: the checkout) is gone,
+    sorted."""
+    root = root or ROOT
+    return [page for page in sorted((html_dir / "book").rglob("*.html"))
+            if not any((root / page.relative_to(html_dir)).with_suffix(s).is_file() for s in (".md", ".ipynb"))]
+
+
 def check(html_dir: Path, toc_path: Path) -> list[str]:
-    problems: list[str] = []
+    problems = [f"{page.relative_to(html_dir)} has no source page any more (a page of an earlier build: "
+                "--prune deletes it)" for page in orphans(html_dir)]
     if not (html_dir / "index.html").is_file():
         problems.append(f"missing {html_dir / 'index.html'}")
     toc = yaml.safe_load(toc_path.read_text(encoding="utf8"))
@@ -95,7 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--html", type=Path, default=ROOT / "_build" / "html", help="built HTML folder")
     ap.add_argument("--toc", type=Path, default=ROOT / "_toc.yml", help="table of contents")
+    ap.add_argument("--prune", action="store_true", help="first delete built pages whose source is gone")
     args = ap.parse_args(argv)
+    for page in orphans(args.html) if args.prune else []:
+        page.unlink()
+        print(f"check_build: deleted {page.relative_to(args.html)} (its source is gone)")
     problems = check(args.html, args.toc)
     for p in problems:
         print(f"check_build: ERROR: {p}", file=sys.stderr)

@@ -126,6 +126,42 @@ def chromium() -> Iterator[object]:
         shutil.rmtree(profile, ignore_errors=True)
 
 
+def goto_quiet(page, url: str, quiet_s: float = 0.5, timeout_s: float = 10.0):
+    """Open ``url`` in ``page``, wait for its ``load`` event, then until none of its requests has been in flight
+    for ``quiet_s`` seconds (at most ``timeout_s``); returns ``page.goto``'s response.
+
+    Playwright's ``networkidle`` is Chromium's lifecycle event, and on some chapter pages it never came although
+    no request was in flight (measured: nothing requested after ``load`` + 0.1 s): each such page then waited
+    out the 10 s timeout. Here the page's own ``request``/``requestfinished``/``requestfailed`` events are
+    counted, so a late request (a redirect's page, a lazy image, a font) is still waited for.
+    """
+    inflight: set[object] = set()
+    last = [time.monotonic()]
+
+    def start(req) -> None:
+        inflight.add(req)
+        last[0] = time.monotonic()
+
+    def end(req) -> None:
+        inflight.discard(req)
+        last[0] = time.monotonic()
+
+    page.on("request", start)
+    page.on("requestfinished", end)
+    page.on("requestfailed", end)
+    try:
+        resp = page.goto(url, wait_until="load")
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and (inflight or time.monotonic() - last[0] < quiet_s):
+            page.wait_for_timeout(50)
+        page.wait_for_load_state("load")
+        return resp
+    finally:
+        page.remove_listener("request", start)
+        page.remove_listener("requestfinished", end)
+        page.remove_listener("requestfailed", end)
+
+
 # Loads every image now (a lazy image below the fold would otherwise never load in a headless
 # page), then waits until each has either loaded or failed.
 _LOAD_IMAGES = """async () => {
@@ -148,8 +184,10 @@ _FIGURES_WITHOUT_IMG = """() => Array.from(document.querySelectorAll('figure'))
 
 _HAS_MATH = "() => document.querySelector('div.math, span.math') !== null"
 
+# MathJax is loaded by an async script, which runs before the page's load event: after it (goto_quiet), a page
+# whose MathJax is not there after 5 s will not get it.
 _MATHJAX = """async () => {
-  const deadline = Date.now() + 20000;
+  const deadline = Date.now() + 5000;
   while (!(window.MathJax && window.MathJax.startup && window.MathJax.startup.promise)) {
     if (Date.now() > deadline) return {loaded: false};
     await new Promise(r => setTimeout(r, 50));
@@ -174,8 +212,6 @@ def check_page(context, url: str, screenshot: Path | None = None) -> list[str]:
     with math (``div.math`` or ``span.math``), MathJax not loading, no ``mjx-container`` after
     ``MathJax.startup.promise``, or any ``mjx-merror``.
     """
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     problems: list[str] = []
     off_host: set[str] = set()
     page = context.new_page()
@@ -208,14 +244,11 @@ def check_page(context, url: str, screenshot: Path | None = None) -> list[str]:
     page.on("response", on_response)
     page.on("requestfailed", on_failed)
     try:
-        resp = page.goto(url, wait_until="load")
-        if resp is None:
-            problems.append(f"no response for {url}")
         # Let a redirect (index.html is a <meta http-equiv="Refresh"> to the intro) and late
         # requests finish: the checks below then run on the page the reader ends up on.
-        with contextlib.suppress(PlaywrightTimeout):
-            page.wait_for_load_state("networkidle", timeout=10_000)
-        page.wait_for_load_state("load")
+        resp = goto_quiet(page, url)
+        if resp is None:
+            problems.append(f"no response for {url}")
         page.evaluate(_LOAD_IMAGES)
         bad_images = page.evaluate(_IMAGE_PROBLEMS)
         problems += [f"image not rendered (complete, naturalWidth > 0): {src}" for src in bad_images]

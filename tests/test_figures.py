@@ -20,6 +20,8 @@ from scansnap import claims, figures  # noqa: E402
 from scansnap.results import Config  # noqa: E402
 from scansnap.verdicts import Rule, at_most  # noqa: E402
 
+ROOT = Path(__file__).resolve().parent.parent
+
 
 @dataclass(frozen=True)
 class _Err:
@@ -94,6 +96,15 @@ def test_gallery_is_a_table_with_paper_figure_files_verdicts_command_and_bibtex(
                    f'href="../book/claims.html#c1">C1</a>: **{claims.headline("C1")}**',
                    "python -m scansnap reproduce fig-test --profile smoke", "--check", "@misc&#123;scansnap-fig-test,"):
         assert needle in paper_row, needle
+
+
+def test_the_gallerys_cards_on_a_narrow_screen_name_its_columns() -> None:
+    """At most 720 px wide the gallery's rows are cards: the stylesheet labels cell k with the k-th column's name."""
+    css = (ROOT / "_static" / "scansnap-layout.css").read_text(encoding="utf8")
+    labels = dict(re.findall(r'tag_gallery[^{]*td:nth-child\((\d)\)::before \{ content: "([^"]+)"; \}', css))
+    assert [labels.get(str(k)) for k in range(1, len(figures.GALLERY_COLUMNS) + 1)] == list(figures.GALLERY_COLUMNS)
+    assert "tag_gallery" in css and ":tags: [remove-input, full-width, gallery]" in (
+        ROOT / "book" / "figures.md").read_text(encoding="utf8")
 
 
 def test_bibtex_entry_names_version_commit_profile_and_anchor_url() -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from site_browser import _MATHJAX, HOST, SITE, check_page, site_pages
+from site_browser import _MATHJAX, HOST, SITE, check_page, goto_quiet, site_pages
 
 from scansnap.claims import CLAIMS
 
@@ -222,14 +222,10 @@ def _recorded_per_page(site: Path) -> dict[str, int]:
 @contextlib.contextmanager
 def _chapter(context, url: str, width: int) -> Iterator[object]:
     """The page at ``url`` in a ``width`` x 1000 window, loaded and its math typeset."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     page = context.new_page()
     page.set_viewport_size({"width": width, "height": 1000})
     try:
-        page.goto(url, wait_until="load")
-        with contextlib.suppress(PlaywrightTimeout):
-            page.wait_for_load_state("networkidle", timeout=10_000)
+        goto_quiet(page, url)
         page.evaluate(_MATHJAX)
         yield page
     finally:

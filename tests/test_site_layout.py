@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
-from site_browser import SITE, site_pages
+from site_browser import SITE, goto_quiet, site_pages
 
 pytestmark = pytest.mark.site
 
@@ -52,9 +52,7 @@ def _open(browser, url: str, width: int, height: int = 900) -> Iterator[object]:
     page = browser.new_page()
     try:
         page.set_viewport_size({"width": width, "height": height})
-        page.goto(url, wait_until="load")
-        with contextlib.suppress(Exception):
-            page.wait_for_load_state("networkidle", timeout=10_000)
+        goto_quiet(page, url)
         page.evaluate("""async () => {
           if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
             await Promise.race([window.MathJax.startup.promise, new Promise(r => setTimeout(r, 20000))]);

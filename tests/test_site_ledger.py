@@ -16,7 +16,7 @@ from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
 
 import pytest
-from site_browser import _MATHJAX, HOST, serve
+from site_browser import _MATHJAX, HOST, goto_quiet, serve
 from test_site import PAGES, SCREENSHOTS, SITE
 
 from scansnap.claims import CLAIMS, VERDICTS
@@ -44,8 +44,6 @@ def ledger_url() -> Iterator[str]:
 def _open(context, url: str, width: int) -> Iterator[tuple[object, list[str]]]:
     """The ledger in a ``width`` x 900 window, math typeset; yields the page and the problems seen while it is
     open (a request off 127.0.0.1, which is aborted, a console error, a page error, an HTTP status >= 400)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     problems: list[str] = []
     page = context.new_page()
     page.set_viewport_size({"width": width, "height": 900})
@@ -63,9 +61,7 @@ def _open(context, url: str, width: int) -> Iterator[tuple[object, list[str]]]:
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     page.on("response", lambda r: problems.append(f"HTTP {r.status}: {r.url}") if r.status >= 400 else None)
     try:
-        page.goto(url, wait_until="load")
-        with contextlib.suppress(PlaywrightTimeout):
-            page.wait_for_load_state("networkidle", timeout=10_000)
+        goto_quiet(page, url)
         mathjax = page.evaluate(_MATHJAX)
         assert mathjax["loaded"] and mathjax["containers"] > 0 and not mathjax["errors"], mathjax
         yield page, problems
