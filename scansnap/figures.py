@@ -244,6 +244,10 @@ def bibtex(record: FigureRecord) -> str:
     return f"@misc{{scansnap-{record.id},\n{body}\n}}"
 
 
+GALLERY_COLUMNS = ("paper", "book figure", "files", "claims: verdict", "re-make", "cite")
+"""The gallery's columns, in order (``_static/scansnap-layout.css`` names a narrow screen's card fields so)."""
+
+
 def gallery_markdown(headlines: Mapping[str, str], base: str = "", out: Path | None = None) -> str:
     """Every saved figure as one row of a Markdown table: the paper's figure it re-makes, the book's figure
     (thumbnail and anchor), its files, its claims with their headline verdicts, the command that re-makes and
@@ -255,7 +259,7 @@ def gallery_markdown(headlines: Mapping[str, str], base: str = "", out: Path | N
         base: prefix from the page showing the gallery to the site root (``"../"`` from ``book/``).
         out: artifacts folder (default :func:`scansnap._io.artifacts_dir`).
     """
-    rows = ["| paper | book figure | files | claims: verdict | re-make | cite |", "|---|---|---|---|---|---|"]
+    rows = ["| " + " | ".join(GALLERY_COLUMNS) + " |", "|---" * len(GALLERY_COLUMNS) + "|"]
     for r in sorted(records(out), key=_paper_order):
         paper = paper_figure(r) or "the book's own"
         figure = (f'<a href="{base}{r.anchor}"><img src="{base}figures/{r.files["png"]}" alt="{r.id}" width="160">'
