@@ -99,11 +99,11 @@ def test_gallery_is_a_table_with_paper_figure_files_verdicts_command_and_bibtex(
 
 
 def test_the_gallerys_cards_on_a_narrow_screen_name_its_columns() -> None:
-    """At most 720 px wide the gallery's rows are cards: the stylesheet labels cell k with the k-th column's name."""
+    """The gallery's rows are cards: the stylesheet labels cell k with the k-th column's name."""
     css = (ROOT / "_static" / "scansnap-layout.css").read_text(encoding="utf8")
     labels = dict(re.findall(r'tag_gallery[^{]*td:nth-child\((\d)\)::before \{ content: "([^"]+)"; \}', css))
     assert [labels.get(str(k)) for k in range(1, len(figures.GALLERY_COLUMNS) + 1)] == list(figures.GALLERY_COLUMNS)
-    assert "tag_gallery" in css and ":tags: [remove-input, full-width, gallery]" in (
+    assert "tag_gallery" in css and ":tags: [remove-input, gallery]" in (
         ROOT / "book" / "figures.md").read_text(encoding="utf8")
 
 
