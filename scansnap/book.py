@@ -1,4 +1,4 @@
-"""What a chapter does with a made experiment: show its figures and record its verdicts.
+"""What a chapter does with a made experiment: show its figures and its tables of numbers, and record its verdicts.
 
 These helpers keep chapter cells short and make every run-dependent word of a page come from the run:
 :func:`show` glues an experiment's figures (``glue:figure`` shows them with the page's caption) and
@@ -10,13 +10,16 @@ in prose and captions: never write a verdict word by hand), and returns the page
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from scansnap import claims
+from scansnap._checks import check_int
 from scansnap.verdict_table import LEDGER, VerdictTable, claim_link
 from scansnap.verdicts import Verdict
 
-__all__ = ["LEDGER", "VerdictTable", "claim_link", "glue_value", "record", "show", "stored"]
+__all__ = ["LEDGER", "NumberTable", "VerdictTable", "claim_link", "glue_value", "numbers", "record", "show", "stored"]
 
 
 def _glue(key: str, value: object) -> None:
@@ -58,6 +61,54 @@ def stored(target, profile: str = "paper", made=None):
                                          f"({prov.cpu}) in {prov.wall_s / 60:.1f} min")
     print(prov.describe())
     return shown
+
+
+@dataclass(frozen=True)
+class NumberTable:
+    """A table of a run's numbers to display (what :func:`numbers` returns): in the page an HTML table, which
+    scrolls inside its own box where it is wider than the column (a printed table wrapped on a narrow screen and
+    lost its alignment), in a terminal aligned text.
+
+    Attributes:
+        frame: the numbers, a ``pandas.DataFrame`` (rows x columns).
+        digits: significant digits of each float (1 to 17).
+        index: whether the frame's index is the table's first column.
+    """
+
+    frame: object
+    digits: int = 3
+    index: bool = True
+
+    def _format(self, value: float) -> str:
+        return f"{value:.{self.digits}g}"
+
+    def _text(self, value: object) -> str:
+        return html.escape(self._format(value) if isinstance(value, float) else str(value))
+
+    def _repr_html_(self) -> str:
+        """One row per row of the frame; a numeric column's cells right-aligned and kept whole (class ``sn-num``),
+        a column's name breakable after ``_`` and ``/`` (``_static/scansnap-layout.css`` styles them)."""
+        frame = self.frame.reset_index() if self.index else self.frame
+        kinds = ["sn-num" if frame[c].dtype.kind in "biuf" else "sn-text" for c in frame.columns]
+        names = [html.escape(str(c)).replace("_", "_<wbr>").replace("/", "/<wbr>") for c in frame.columns]
+        head = "".join(f'<th scope="col" class="{k}">{n}</th>' for n, k in zip(names, kinds, strict=True))
+        rows = "".join("<tr>" + "".join(f'<td class="{k}">{self._text(v)}</td>'
+                                        for v, k in zip(row, kinds, strict=True)) + "</tr>"
+                       for row in frame.itertuples(index=False))
+        return f'<table class="table scansnap-numbers"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+    def __str__(self) -> str:
+        return self.frame.to_string(index=self.index, float_format=self._format)
+
+    def _repr_pretty_(self, p, cycle: bool) -> None:
+        p.text(str(self))
+
+
+def numbers(frame, digits: int = 3, index: bool = True) -> NumberTable:
+    """``frame`` (a ``pandas.DataFrame``, rows x columns) as a table to display, floats to ``digits`` significant
+    digits (1 to 17); ``index``: show the frame's index as the first column."""
+    check_int("digits", digits, 1, 17)
+    return NumberTable(frame, digits, index)
 
 
 def glue_value(key: str, value: object) -> None:
