@@ -7,11 +7,15 @@ documents each object once, where it is defined; on a ``missing-reference``, thi
 (absolute, or relative to the module of the docstring), takes the object's ``__module__`` and ``__qualname__``,
 and links to that entry when it exists. A target that names no object of ``scansnap`` stays unresolved, so
 ``-n`` still fails on it.
+
+It also mends sphinx-codeautolink 0.19.0's cache (:func:`_read_codeautolink_cache`), so that an incremental build
+keeps the links from the chapters' code cells to the reference.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import re
 
 from sphinx.application import Sphinx
@@ -83,7 +87,37 @@ def _indent_first_line_section(app: Sphinx, what: str, name: str, obj: object, o
         lines[1:end] = ["    " + line for line in lines[1:end]]
 
 
+CODEAUTOLINK = "0.19.0"
+"""The sphinx-codeautolink whose cache :func:`_read_codeautolink_cache` mends (``requirements.txt`` pins it)."""
+
+
+def _read_codeautolink_cache(self) -> None:
+    """``DataCache.read`` of sphinx-codeautolink 0.19.0, keeping a cached page whose source is ``.md``/``.ipynb``.
+
+    Upstream keeps a page's cached code-cell links only when ``<page>.rst`` exists. Every page of this book is
+    Markdown, so an incremental build dropped them all, and a chapter Sphinx wrote again without reading it (its
+    HTML was older than a page it depends on, or missing) lost every link from its code cells to the reference
+    (seen locally: no link in any chapter). The rest is upstream's code, unchanged."""
+    from sphinx_codeautolink.extension.block import CodeExample, Name, SourceTransform
+
+    cache = self.cache_dir / self.cache_filename
+    if not cache.exists():
+        return
+    for file, transforms in json.loads(cache.read_text("utf-8")).items():
+        if not any((self.src_dir / (file + suffix)).exists() for suffix in (".rst", ".md", ".ipynb")):
+            continue
+        for transform in transforms:
+            transform["example"] = CodeExample(**transform["example"])
+            transform["names"] = [Name(**n) for n in transform["names"]]
+        self.transforms[file] = [SourceTransform(**t) for t in transforms]
+
+
 def setup(app: Sphinx) -> dict:
+    import sphinx_codeautolink
+    from sphinx_codeautolink.extension.cache import DataCache
+
+    if sphinx_codeautolink.__version__ == CODEAUTOLINK:
+        DataCache.read = _read_codeautolink_cache
     app.connect("missing-reference", _resolve)
     app.connect("autodoc-process-docstring", _indent_first_line_section, priority=400)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

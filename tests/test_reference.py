@@ -11,6 +11,7 @@ in the built site by ``tests/test_site.py``.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -65,3 +66,43 @@ def test_reference_builds_strictly(tmp_path: Path) -> None:
     assert proc.returncode == 0, f"{len(problems)} problems:\n" + "\n".join(problems[:60]) + proc.stderr[-2000:]
     page = (tmp_path / "html" / "scansnap.data.html").read_text()
     assert 'id="scansnap.data.syn_small"' in page, "autodoc wrote no entries"
+
+
+def _codeautolink_cache(tmp_path: Path) -> Path:
+    """A sphinx-codeautolink cache of two pages, ``book/chapter`` (a Markdown source) and ``gone`` (no source)."""
+    from dataclasses import asdict
+
+    from sphinx_codeautolink.extension.block import CodeExample, Name, SourceTransform
+
+    (tmp_path / "src" / "book").mkdir(parents=True)
+    (tmp_path / "src" / "book" / "chapter.md").write_text("# chapter\n")
+    example = CodeExample(document="book/chapter", ref_id="c1", headings=["chapter"])
+    name = Name(import_components=["scansnap", "book"], code_str="book", lineno=1, end_lineno=1, context=None,
+                resolved_location="scansnap.book")
+    transform = asdict(SourceTransform(source="import scansnap", names=[name], example=example, doc_lineno=3))
+    (tmp_path / "doctrees").mkdir()
+    (tmp_path / "doctrees" / "codeautolink-cache.json").write_text(
+        json.dumps({"book/chapter": [transform], "gone": [transform]}))
+    return tmp_path
+
+
+def test_an_incremental_build_keeps_a_markdown_pages_code_links(tmp_path: Path) -> None:
+    """sphinx-codeautolink 0.19.0 reads a cached page back only when ``<page>.rst`` exists; the book's extension
+    keeps a Markdown page's (a chapter's code-cell links) and still drops a page whose source is gone."""
+    import sphinx_codeautolink
+    from sphinx_codeautolink.extension.cache import DataCache
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import scansnap_reference
+
+    assert sphinx_codeautolink.__version__ == scansnap_reference.CODEAUTOLINK, (
+        "sphinx-codeautolink changed: check whether DataCache.read still needs _read_codeautolink_cache")
+    root = _codeautolink_cache(tmp_path)
+    if DataCache.read is not scansnap_reference._read_codeautolink_cache:  # not yet mended in this process
+        upstream = DataCache(root / "doctrees", root / "src")
+        upstream.read()
+        assert upstream.transforms == {}  # the bug: the chapter's links are dropped
+    mended = DataCache(root / "doctrees", root / "src")
+    scansnap_reference._read_codeautolink_cache(mended)
+    assert list(mended.transforms) == ["book/chapter"]
+    assert mended.transforms["book/chapter"][0].names[0].resolved_location == "scansnap.book"
