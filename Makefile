@@ -83,6 +83,8 @@ BOOK_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 # becomes the text "<Figure size ...>" and -W does not notice (.ci/check_build.py does).
 # The execution cache does not keep the files a page writes (figures under $(FIGURES), verdicts under $(VERDICTS)):
 # if they are gone while the cache is warm, the cache is dropped so the pages re-run.
+# Last, .ci/check_build.py --prune deletes a built page whose source is gone (Sphinx keeps the page of a renamed module)
+# and checks the site.
 # First, in seconds, the data Chapter 8 needs (scansnap.wikitext.check): when they are neither there nor downloadable,
 # the build stops before executing any page, with what to do as the last thing on the screen.
 book: venv

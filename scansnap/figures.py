@@ -249,9 +249,10 @@ GALLERY_COLUMNS = ("paper", "book figure", "files", "claims: verdict", "re-make"
 
 
 def gallery_markdown(headlines: Mapping[str, str], base: str = "", out: Path | None = None) -> str:
-    """Every saved figure as one row of a Markdown table: the paper's figure it re-makes, the book's figure
-    (thumbnail and anchor), its files, its claims with their headline verdicts, the command that re-makes and
-    checks it, and a BibTeX entry (:func:`bibtex`). Re-made paper figures come first, in the paper's order.
+    """Every saved figure as one row of a Markdown table (the page's stylesheet shows each row as a card): the
+    paper's figure it re-makes, the book's figure (thumbnail and anchor), its files, its claims with their headline
+    verdicts, the command that re-makes and checks it, and a BibTeX entry (:func:`bibtex`). Re-made paper figures
+    come first, in the paper's order.
 
     Args:
         headlines: claim id -> its headline verdict (:func:`scansnap.claims.headline`; a claim not in it reads

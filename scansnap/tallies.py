@@ -62,7 +62,7 @@ def two_levels(claim: Claim, found: Iterable[Verdict]) -> dict[str, str]:
 
 def level_words(claim: Claim, found: Iterable[Verdict]) -> str:
     """The claim's levels through both lenses in words, e.g. ``"in the model: verified; in training: not
-    reproduced"`` (``"not yet checked"`` when it has no verdict): what a figure's row of the gallery says."""
+    reproduced"`` (``"not yet checked"`` when it has no verdict): what a figure's card in the gallery says."""
     short = {"model": "in the model", "training": "in training"}
     levels = two_levels(claim, found)
     return "; ".join(f"{short[k]}: {lv}" for k, lv in levels.items()) or NOT_CHECKED
